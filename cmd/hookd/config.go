@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+)
+
+// errUsage: the flag package already printed what is wrong.
+var errUsage = errors.New("usage")
+
+// dbFlags are the flags every command that opens the database shares.
+type dbFlags struct {
+	db            string
+	schema        string
+	masterKeyFile string
+	logLevel      string
+}
+
+func (f *dbFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.db, "db", envOr("HOOKD_DATABASE", "hookd.db"), "SQLite file or postgres:// URL (env HOOKD_DATABASE)")
+	fs.StringVar(&f.schema, "schema", os.Getenv("HOOKD_SCHEMA"), "PostgreSQL schema for hookd's tables (env HOOKD_SCHEMA)")
+	fs.StringVar(&f.masterKeyFile, "master-key-file", os.Getenv("HOOKD_MASTER_KEY_FILE"), "file holding the master key; default hookd.key beside the SQLite file (env HOOKD_MASTER_KEY_FILE; HOOKD_MASTER_KEY holds the key itself)")
+	fs.StringVar(&f.logLevel, "log-level", envOr("HOOKD_LOG_LEVEL", "info"), "debug, info, warn or error (env HOOKD_LOG_LEVEL)")
+}
+
+func (f *dbFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+func (f *dbFlags) isPostgres() bool {
+	return strings.HasPrefix(f.db, "postgres://") || strings.HasPrefix(f.db, "postgresql://")
+}
+
+// masterKey loads HOOKD_MASTER_KEY, or the key file (created on first start).
+func (f *dbFlags) masterKey(log *slog.Logger) ([]byte, error) {
+	path := f.masterKeyFile
+	if path == "" {
+		if f.isPostgres() {
+			path = "hookd.key"
+		} else {
+			path = filepath.Join(filepath.Dir(strings.TrimPrefix(f.db, "sqlite:")), "hookd.key")
+		}
+	}
+	return endpoint.LoadMasterKey(os.Getenv("HOOKD_MASTER_KEY"), path, log)
+}
+
+// config builds the library config the flags describe.
+func (f *dbFlags) config(log *slog.Logger) (hookd.Config, error) {
+	key, err := f.masterKey(log)
+	if err != nil {
+		return hookd.Config{}, err
+	}
+	return hookd.Config{Database: f.db, Schema: f.schema, MasterKey: key, Log: log}, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// loadCatalog reads event types from a YAML or JSON file: either a list of
+// {name, exposure, description} or {event_types: [...]}.
+func loadCatalog(path string) ([]event.Type, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	type entry struct {
+		Name        string `yaml:"name"`
+		Exposure    string `yaml:"exposure"`
+		Description string `yaml:"description"`
+	}
+	var list []entry
+	if err := yaml.Unmarshal(b, &list); err != nil {
+		var doc struct {
+			EventTypes []entry `yaml:"event_types"`
+		}
+		if err2 := yaml.Unmarshal(b, &doc); err2 != nil {
+			return nil, fmt.Errorf("catalog %s: %v (expected a list of {name, exposure, description} or {event_types: [...]})", path, err2)
+		}
+		list = doc.EventTypes
+	}
+	out := make([]event.Type, 0, len(list))
+	for i, e := range list {
+		if err := event.ValidateTypeName(e.Name); err != nil {
+			return nil, fmt.Errorf("catalog %s entry %d: %v", path, i, err)
+		}
+		exp, err := event.ParseExposure(e.Exposure)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s entry %d (%s): %v", path, i, e.Name, err)
+		}
+		out = append(out, event.Type{Name: e.Name, Exposure: exp, Description: e.Description})
+	}
+	return out, nil
+}

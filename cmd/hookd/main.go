@@ -1,0 +1,77 @@
+// Command hookd is the webhook delivery server and its tools.
+//
+//	hookd serve      run the API and the delivery workers
+//	hookd migrate    apply database migrations
+//	hookd apikey     create, list or revoke API keys
+//	hookd owner      create owners
+//	hookd listen     a local receiver that verifies and prints deliveries
+//	hookd verify     verify one delivery from stdin
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookd/hookd/internal/receiver"
+)
+
+const usage = `usage: hookd <command> [flags]
+
+commands:
+  serve     run the admin/publish API and the delivery workers
+  migrate   apply hookd's and River's migrations (idempotent)
+  apikey    create | list | revoke API keys
+  owner     create owners
+  listen    run a local receiver that verifies and prints deliveries
+  verify    verify one delivery (body on stdin)
+
+Run 'hookd <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(ctx, rest, stdout, stderr)
+	case "migrate":
+		err = migrate(ctx, rest, stdout, stderr)
+	case "apikey":
+		err = apikey(ctx, rest, stdout, stderr)
+	case "owner":
+		err = ownerCmd(ctx, rest, stdout, stderr)
+	case "listen":
+		err = receiver.Listen(ctx, rest, stdout, stderr)
+	case "verify":
+		return receiver.Verify(rest, stdin, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "hookd: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		if err == errUsage {
+			return 2
+		}
+		fmt.Fprintf(stderr, "hookd %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/egress"
+)
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f dbFlags
+	f.register(fs)
+	addr := fs.String("addr", envOr("HOOKD_ADDR", "127.0.0.1:8080"), "listen address (env HOOKD_ADDR)")
+	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
+	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
+	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "YAML or JSON file of event types to register at start (env HOOKD_CATALOG)")
+	workers := fs.Int("workers", 100, "deliveries in flight at once in this process")
+	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
+	rescue := fs.Duration("rescue-after", time.Minute, "hand a dead process's running deliveries to another after this long (> 15s)")
+	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", "standard"), "profile of owners created implicitly")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	addrSet := false
+	fs.Visit(func(fl *flag.Flag) { addrSet = addrSet || fl.Name == "addr" })
+	if *role != "all" && *role != "api" && *role != "worker" {
+		return fmt.Errorf("--role %q: use all, api or worker", *role)
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	if cfg.EgressAllow, err = egress.ParseAllow(*allow); err != nil {
+		return fmt.Errorf("--egress-allow: %w", err)
+	}
+	if *catalog != "" {
+		if cfg.Catalog, err = loadCatalog(*catalog); err != nil {
+			return err
+		}
+	}
+	cfg.Work = *role != "api"
+	cfg.Workers = *workers
+	cfg.RescueStuckJobsAfter = *rescue
+	cfg.DefaultProfile = *profileName
+
+	h, err := hookd.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.Start(ctx); err != nil {
+		return err
+	}
+
+	var srv *http.Server
+	errc := make(chan error, 1)
+	if *role != "worker" || addrSet {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", *addr, err)
+		}
+		srv = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, h.DB.Engine)
+	} else {
+		fmt.Fprintf(stdout, "hookd worker running (%s)\n", h.DB.Engine)
+	}
+	log.Info("hookd started", "role", *role, "engine", h.DB.Engine, "db", f.db)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info("shutting down: no new deliveries are fetched; in-flight ones may finish", "deadline", *shutdown)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdown)
+	defer cancel()
+	if srv != nil {
+		_ = srv.Shutdown(sctx)
+	}
+	if err := h.Stop(sctx); err != nil {
+		log.Warn("stop", "err", err)
+	}
+	log.Info("hookd stopped")
+	return nil
+}

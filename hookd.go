@@ -1,0 +1,229 @@
+// Package hookd is hookd as a Go library: open it on your database, publish
+// events inside your own transactions (the transactional outbox: an event
+// exists if and only if your business change committed), run its delivery
+// workers, and mount its admin API in your own server.
+//
+// The hookd binary (cmd/hookd) is a thin wrapper around this package.
+package hookd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/httpapi"
+	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/scope"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Config configures a Hookd. Zero values are sensible defaults.
+type Config struct {
+	// Database is a postgres:// URL or an SQLite file path (default hookd.db).
+	Database string
+	// Schema puts hookd's and River's tables in this PostgreSQL schema.
+	Schema string
+	// MasterKey seals endpoint secrets at rest (32 bytes). Required.
+	MasterKey []byte
+	// EgressAllow opens address ranges the egress guard refuses by default
+	// (loopback, private, link-local…): for local development and tests.
+	EgressAllow []netip.Prefix
+	// Work runs the delivery workers in this process (false: API only).
+	Work bool
+	// Workers is how many deliveries run at once in this process (default 100).
+	Workers int
+	// FetchCooldown and FetchPollInterval tune how fast River picks up jobs
+	// (defaults 10 ms and 200 ms).
+	FetchCooldown     time.Duration
+	FetchPollInterval time.Duration
+	// RescueStuckJobsAfter hands jobs of a dead process to another after
+	// this long (default 1 minute; must exceed the 15 s job timeout).
+	RescueStuckJobsAfter time.Duration
+	// ScopeSource answers for endpoints attached to a scope source.
+	ScopeSource scope.Source
+	// Catalog registers event types shared by every owner, at start.
+	Catalog []event.Type
+	// DefaultProfile is the profile of owners created without one (standard).
+	DefaultProfile string
+	// Retention keeps finished deliveries and events this long (30 days).
+	Retention time.Duration
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+	Log *slog.Logger
+	// leaseFor and busySnooze shorten seed 000's lease timings in tests.
+	LeaseFor   time.Duration
+	BusySnooze time.Duration
+}
+
+// Hookd is a running (or ready to run) hookd.
+type Hookd struct {
+	DB     *store.DB
+	Engine *delivery.Service
+	Ops    *ops.Service
+	Queue  store.Queue
+	API    *httpapi.Server
+	log    *slog.Logger
+	work   bool
+}
+
+// Open opens the database, applies migrations, loads the catalog and builds
+// the engine. Call Start to run the workers.
+func Open(ctx context.Context, cfg Config) (*Hookd, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	h, err := New(ctx, db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// New builds hookd on an open store (library mode: store.FromSQL or
+// store.FromPool wrap your own connection), migrating it first.
+func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultProfile == "" {
+		cfg.DefaultProfile = profile.Standard{}.Name()
+	}
+	sealer, err := endpoint.NewSealer(cfg.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	profiles := profile.Default()
+	if _, err := profiles.Get(cfg.DefaultProfile); err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	if err := loadCatalog(ctx, db, profiles, cfg.Catalog, cfg.Now()); err != nil {
+		return nil, err
+	}
+	engine := delivery.New(delivery.Config{
+		DB: db, Profiles: profiles, Sealer: sealer,
+		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1"}),
+		Scope:  scope.Predicate{Source: cfg.ScopeSource},
+		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
+		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze,
+	})
+	rc := riverConfig(cfg, engine)
+	queue, err := db.NewRiver(rc)
+	if err != nil {
+		return nil, err
+	}
+	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
+	return &Hookd{
+		DB: db, Engine: engine, Ops: opsSvc, Queue: queue,
+		API: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Extra: map[string]http.Handler{}},
+		log: cfg.Log, work: cfg.Work,
+	}, nil
+}
+
+func riverConfig(cfg Config, engine *delivery.Service) *river.Config {
+	rc := &river.Config{
+		Logger:               cfg.Log.With("component", "river"),
+		JobTimeout:           delivery.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    cfg.FetchPollInterval,
+	}
+	if rc.RescueStuckJobsAfter == 0 {
+		rc.RescueStuckJobsAfter = time.Minute
+	}
+	if rc.FetchCooldown == 0 {
+		rc.FetchCooldown = 10 * time.Millisecond
+	}
+	if rc.FetchPollInterval == 0 {
+		rc.FetchPollInterval = 200 * time.Millisecond
+	}
+	if !cfg.Work {
+		return rc // insert-only client: an API node
+	}
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = 100
+	}
+	rc.Workers = river.NewWorkers()
+	engine.Register(rc.Workers)
+	rc.Queues = map[string]river.QueueConfig{
+		delivery.QueueFanout:  {MaxWorkers: max(4, workers/10)},
+		delivery.QueueDeliver: {MaxWorkers: workers},
+	}
+	rc.PeriodicJobs = engine.PeriodicJobs()
+	return rc
+}
+
+func loadCatalog(ctx context.Context, db *store.DB, profiles *profile.Registry, extra []event.Type, now time.Time) error {
+	var all []event.Type
+	for _, p := range profiles.All() {
+		all = append(all, p.Catalog()...)
+	}
+	all = append(all, extra...)
+	return db.InTx(ctx, func(q *store.Q) error {
+		for _, t := range all {
+			if err := event.ValidateTypeName(t.Name); err != nil {
+				return fmt.Errorf("catalog: %w", err)
+			}
+			exp, err := event.ParseExposure(string(t.Exposure))
+			if err != nil {
+				return fmt.Errorf("catalog %s: %w", t.Name, err)
+			}
+			t.OwnerID, t.Exposure, t.CreatedAt = "", exp, now.UTC()
+			if err := q.PutEventType(ctx, &t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Start runs River (the workers, when Config.Work). It returns at once.
+func (h *Hookd) Start(ctx context.Context) error {
+	if !h.work {
+		return nil
+	}
+	return h.Queue.Start(ctx)
+}
+
+// Stop stops fetching new jobs and waits for in-flight deliveries until ctx
+// ends; then cancels what is left (those jobs are retried later).
+func (h *Hookd) Stop(ctx context.Context) error {
+	if !h.work {
+		return nil
+	}
+	err := h.Queue.Stop(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return h.Queue.StopAndCancel(hard)
+	}
+	return err
+}
+
+// Close closes the database (after Stop).
+func (h *Hookd) Close() error { return h.DB.Close() }
+
+// Handler is the admin and publish API (mount it in your own server).
+func (h *Hookd) Handler() http.Handler { return h.API.Handler() }

@@ -1,0 +1,197 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// DeliverArgs is the webhook.deliver job: one event to one endpoint. Unique
+// by args, so one pair is enqueued once however often fanout runs.
+type DeliverArgs struct {
+	EndpointID string `json:"endpoint_id"`
+	EventID    string `json:"event_id"`
+}
+
+func (DeliverArgs) Kind() string { return "webhook.deliver" }
+
+// JobTimeout bounds one attempt (the HTTP timeout of 10 s sits inside it).
+const JobTimeout = 15 * time.Second
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	s *Service
+}
+
+func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTimeout }
+
+// NextRetry is the profile's schedule: the wait after the job's nth failed
+// send. Snoozes do not count (River does not spend an attempt on them).
+func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	return w.s.now().Add(w.s.retryOf(job.Metadata).After(job.Attempt))
+}
+
+func (s *Service) retryOf(metadata []byte) profile.Retry {
+	var m jobMeta
+	_ = json.Unmarshal(metadata, &m)
+	p, err := s.cfg.Profiles.Get(m.Profile)
+	if err != nil {
+		return profile.StandardRetry
+	}
+	return p.Retry()
+}
+
+// Work makes one attempt: lease, sign, POST, classify, settle.
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	s := w.s
+	q := s.db.Q()
+	a := job.Args
+	d, err := q.FindDelivery(ctx, a.EndpointID, a.EventID)
+	if apperr.IsNotFound(err) {
+		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
+	}
+	if err != nil {
+		return err
+	}
+	ep, err := q.GetEndpoint(ctx, "", a.EndpointID)
+	if apperr.IsNotFound(err) {
+		return river.JobCancel(errors.New("endpoint deleted"))
+	}
+	if err != nil {
+		return err
+	}
+	if !ep.Enabled {
+		return s.discard(ctx, d, job.ID, "endpoint disabled")
+	}
+	ev, err := q.GetEvent(ctx, "", a.EventID)
+	if apperr.IsNotFound(err) {
+		return s.discard(ctx, d, job.ID, "event pruned")
+	}
+	if err != nil {
+		return err
+	}
+	o, err := q.GetOwner(ctx, ev.OwnerID)
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Profiles.Get(o.Profile)
+	if err != nil {
+		return s.discard(ctx, d, job.ID, err.Error())
+	}
+
+	now := s.now()
+	var slot int
+	if p.MaxInFlight(ep.MaxInFlight) > 0 {
+		var ok bool
+		slot, ok, err = q.TakeLease(ctx, ep.ID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
+		}
+	}
+	release := func(q *store.Q) error { return q.ReleaseLease(ctx, ep.ID, slot, job.ID) }
+
+	out, err := s.attempt(ctx, ep, d, ev, o, p, now)
+	if err != nil { // could not even build the request (secret unreadable …)
+		_ = s.db.InTx(ctx, release)
+		return err
+	}
+	return s.settle(ctx, job, ep, d, p, out, release)
+}
+
+// attempt builds the signed request and sends it. No transaction is open.
+func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, o *owner.Owner, p profile.Profile, now time.Time) (Outcome, error) {
+	secret, err := s.cfg.Sealer.Open(ep.SecretSealed)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("endpoint %s: %w", ep.ID, err)
+	}
+	body, err := p.Body(ev, o)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("render %s: %w", ev.ID, err)
+	}
+	h := make(http.Header, 6)
+	h["Content-Type"] = []string{"application/json"}
+	h["User-Agent"] = []string{s.cfg.UserAgent}
+	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {
+		return Outcome{}, fmt.Errorf("sign %s: %w", ev.ID, err)
+	}
+	resp, err := s.cfg.Client.Post(ctx, ep.URL, h, body)
+	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter), nil
+}
+
+// settle records the outcome, moves the endpoint's state and releases the
+// lease, in one transaction; then tells River what to do with the job.
+func (s *Service) settle(ctx context.Context, job *river.Job[DeliverArgs], ep *endpoint.Endpoint, d *endpoint.Delivery, p profile.Profile, out Outcome, release func(*store.Q) error) error {
+	now := s.now().UTC()
+	rec := store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: job.ID, Now: now.UnixMicro()}
+	var ret error
+	switch out.Verdict {
+	case Complete:
+		rec.State = endpoint.Delivered
+	case Snooze:
+		next := now.Add(out.Wait).UnixMicro()
+		rec.NextAttemptAt = &next
+		ret = river.JobSnooze(out.Wait)
+	case Retry:
+		if job.Attempt >= job.MaxAttempts {
+			rec.State = endpoint.Failed
+			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", job.Attempt)
+		} else {
+			next := now.Add(p.Retry().After(job.Attempt)).UnixMicro()
+			rec.NextAttemptAt = &next
+		}
+		ret = errors.New(out.Error)
+	case Discard:
+		rec.State = endpoint.Failed
+		ret = river.JobCancel(errors.New(out.Error))
+	}
+	err := s.db.InTx(ctx, func(q *store.Q) error {
+		if err := q.RecordAttempt(ctx, rec); err != nil {
+			return err
+		}
+		if out.Verdict == Complete {
+			if err := q.MarkEndpointHealthy(ctx, ep.ID); err != nil {
+				return err
+			}
+		} else {
+			reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
+			since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
+			if err != nil && !apperr.IsNotFound(err) {
+				return err
+			}
+			if disabled {
+				s.log.Warn("endpoint disabled after continuous failure", "endpoint", ep.ID, "failing_since", time.UnixMicro(since).UTC())
+			}
+		}
+		return release(q)
+	})
+	if err != nil {
+		return fmt.Errorf("settle delivery %s: %w", d.ID, err)
+	}
+	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", ep.ID, "event", d.EventID, "attempt", job.Attempt, "verdict", out.Verdict.String(), "status", out.Status)
+	return ret
+}
+
+// discard marks a delivery failed with reason and cancels its job.
+func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64, reason string) error {
+	now := s.now().UnixMicro()
+	err := s.db.Q().RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Error: reason, State: endpoint.Failed, JobID: jobID, Now: now})
+	if err != nil {
+		return err
+	}
+	return river.JobCancel(errors.New(reason))
+}

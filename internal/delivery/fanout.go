@@ -1,0 +1,147 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/store"
+)
+
+type fanoutWorker struct {
+	river.WorkerDefaults[FanoutArgs]
+	s *Service
+}
+
+// Work offers one event to every enabled endpoint of its owner whose globs
+// match (or, for a test event, to the one endpoint it names), asks the scope
+// predicate for each, and enqueues the deliveries in one transaction. A
+// delivery already enqueued for a pair is skipped, so running twice enqueues
+// once.
+func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) error {
+	s := w.s
+	q := s.db.Q()
+	ev, err := q.GetEvent(ctx, "", job.Args.EventID)
+	if apperr.IsNotFound(err) {
+		return nil // pruned before fanout: nothing to offer
+	}
+	if err != nil {
+		return err
+	}
+	o, err := q.GetOwner(ctx, ev.OwnerID)
+	if apperr.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Profiles.Get(o.Profile)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	targets, err := w.targets(ctx, q, ev, o, p)
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	return s.enqueue(ctx, ev, o, p, targets)
+}
+
+// targets returns the endpoints ev goes to.
+func (w *fanoutWorker) targets(ctx context.Context, q *store.Q, ev *event.Event, o *owner.Owner, p profile.Profile) ([]*endpoint.Endpoint, error) {
+	if ev.EndpointID != "" {
+		ep, err := q.GetEndpoint(ctx, ev.OwnerID, ev.EndpointID)
+		if apperr.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil || !ep.Enabled {
+			return nil, err
+		}
+		return []*endpoint.Endpoint{ep}, nil
+	}
+	eps, err := q.ListEndpoints(ctx, ev.OwnerID, true)
+	if err != nil {
+		return nil, err
+	}
+	implicit := p.Implicit(ev.Type, o)
+	var out []*endpoint.Endpoint
+	for _, ep := range eps {
+		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
+			continue
+		}
+		ok, err := w.s.cfg.Scope.Admits(ctx, ep, ev)
+		if err != nil {
+			return nil, fmt.Errorf("scope of endpoint %s: %w", ep.ID, err)
+		}
+		if ok {
+			out = append(out, ep)
+		}
+	}
+	return out, nil
+}
+
+// enqueue inserts the deliveries and their jobs in one transaction. While an
+// endpoint is failing its new deliveries are scheduled Cooldown out.
+func (s *Service) enqueue(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) error {
+	now := s.now().UTC()
+	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
+	return s.db.InTx(ctx, func(q *store.Q) error {
+		ds := make([]*endpoint.Delivery, len(eps))
+		byEndpoint := make(map[string]*endpoint.Endpoint, len(eps))
+		for i, ep := range eps {
+			at := s.cfg.Rules.ScheduleFor(ep, now)
+			ds[i] = &endpoint.Delivery{
+				ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: ev.ID, EventType: ev.Type,
+				State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
+			}
+			byEndpoint[ep.ID] = ep
+		}
+		fresh, err := q.InsertDeliveries(ctx, ds)
+		if err != nil || len(fresh) == 0 {
+			return err
+		}
+		params := make([]river.InsertManyParams, len(fresh))
+		for i, d := range fresh {
+			params[i] = deliverParams(d, p, meta, *d.NextAttemptAt, now)
+		}
+		res, err := q.InsertJobs(ctx, params)
+		if err != nil {
+			return fmt.Errorf("enqueue deliveries: %w", err)
+		}
+		ids := make([]string, len(fresh))
+		jobIDs := make([]int64, len(fresh))
+		for i, r := range res {
+			ids[i], jobIDs[i] = fresh[i].ID, r.Job.ID
+		}
+		return q.SetDeliveryJobs(ctx, ids, jobIDs)
+	})
+}
+
+// jobMeta rides in a deliver job's metadata so River's retry policy knows
+// the profile's schedule without a query.
+type jobMeta struct {
+	Profile string `json:"profile"`
+}
+
+func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now time.Time) river.InsertManyParams {
+	opts := &river.InsertOpts{
+		Queue:       QueueDeliver,
+		MaxAttempts: p.Retry().MaxAttempts,
+		Metadata:    meta,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	}
+	if at.After(now) {
+		opts.ScheduledAt = at
+	}
+	return river.InsertManyParams{Args: DeliverArgs{EndpointID: d.EndpointID, EventID: d.EventID}, InsertOpts: opts}
+}

@@ -1,0 +1,60 @@
+package delivery
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+)
+
+// PruneArgs is the periodic retention job: finished deliveries and events
+// older than the retention period are deleted. A pending delivery whose
+// event was pruned is discarded when it next runs.
+type PruneArgs struct{}
+
+func (PruneArgs) Kind() string { return "hookd.prune" }
+
+func (PruneArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFanout}
+}
+
+type pruneWorker struct {
+	river.WorkerDefaults[PruneArgs]
+	s *Service
+}
+
+func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
+	_, _, err := w.s.Prune(ctx)
+	return err
+}
+
+// Prune deletes what retention allows, in batches; it returns how many
+// deliveries and events it deleted.
+func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err error) {
+	cutoff := s.now().Add(-s.cfg.Retention).UnixMicro()
+	const batch = 1000
+	q := s.db.Q()
+	for {
+		n, err := q.PruneDeliveries(ctx, cutoff, batch)
+		if err != nil {
+			return deliveries, events, err
+		}
+		deliveries += n
+		if n < batch {
+			break
+		}
+	}
+	for {
+		n, err := q.PruneEvents(ctx, cutoff, batch)
+		if err != nil {
+			return deliveries, events, err
+		}
+		events += n
+		if n < batch {
+			break
+		}
+	}
+	if deliveries+events > 0 {
+		s.log.Info("retention pruned", "deliveries", deliveries, "events", events)
+	}
+	return deliveries, events, nil
+}

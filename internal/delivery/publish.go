@@ -1,0 +1,81 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// FanoutArgs is the webhook.fanout job: offer one event to the owner's
+// endpoints.
+type FanoutArgs struct {
+	EventID string `json:"event_id"`
+}
+
+func (FanoutArgs) Kind() string { return "webhook.fanout" }
+
+func (FanoutArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFanout, MaxAttempts: 25}
+}
+
+// Published is the result of publishing one event.
+type Published struct {
+	ID string `json:"id"`
+	// Duplicate: the idempotency key was used before; ID is that event's.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Exposure of the type: "internal" events are stored but never leave.
+	Exposure event.Exposure `json:"exposure"`
+}
+
+// Publish inserts events and their fanout jobs in q's transaction: they
+// exist if and only if the transaction commits (the transactional outbox).
+// Each event must have OwnerID and the caller's fields set; ids and times
+// are filled in here.
+func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+	now := s.now().UTC()
+	out := make([]Published, 0, len(evs))
+	var jobs []river.InsertManyParams
+	for i, ev := range evs {
+		if err := ev.Validate(); err != nil {
+			if len(evs) > 1 {
+				return nil, fmt.Errorf("events[%d]: %w", i, err)
+			}
+			return nil, err
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, ev.Data); err != nil {
+			return nil, fmt.Errorf("events[%d]: data: %w", i, err)
+		}
+		ev.Data = compact.Bytes()
+		ev.ID = event.NewID("evt_", now)
+		ev.CreatedAt = now
+		if ev.OccurredAt.IsZero() {
+			ev.OccurredAt = now
+		}
+		ev.OccurredAt = ev.OccurredAt.UTC()
+		exp, _, err := q.Exposure(ctx, ev.OwnerID, ev.Type)
+		if err != nil {
+			return nil, err
+		}
+		id, inserted, err := q.InsertEvent(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Published{ID: id, Duplicate: !inserted, Exposure: exp})
+		if inserted && exp == event.Webhook {
+			jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: id}})
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := q.InsertJobs(ctx, jobs); err != nil {
+			return nil, fmt.Errorf("enqueue fanout: %w", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,75 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Redeliver re-enqueues every failed delivery of one endpoint (after its
+// owner fixed the receiver), each with a fresh attempt budget and the same
+// delivery id and event id. It returns how many it re-enqueued.
+func (s *Service) Redeliver(ctx context.Context, ep *endpoint.Endpoint, p profile.Profile) (int, error) {
+	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
+	total := 0
+	for {
+		n := 0
+		err := s.db.InTx(ctx, func(q *store.Q) error {
+			ds, err := q.FailedDeliveries(ctx, ep.ID, 500)
+			if err != nil || len(ds) == 0 {
+				return err
+			}
+			now := s.now().UTC()
+			params := make([]river.InsertManyParams, len(ds))
+			for i, d := range ds {
+				params[i] = deliverParams(d, p, meta, now, now)
+			}
+			res, err := q.InsertJobs(ctx, params)
+			if err != nil {
+				return fmt.Errorf("redeliver: %w", err)
+			}
+			for i, d := range ds {
+				if err := q.ResetDelivery(ctx, d.ID, res[i].Job.ID, now.UnixMicro()); err != nil {
+					return err
+				}
+			}
+			n = len(ds)
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < 500 {
+			return total, nil
+		}
+	}
+}
+
+// SendTest publishes the profile's test event to one endpoint only.
+func (s *Service) SendTest(ctx context.Context, ep *endpoint.Endpoint, p profile.Profile) (Published, error) {
+	ev := &event.Event{
+		OwnerID:    ep.OwnerID,
+		Type:       p.TestEventType(),
+		Subject:    "hookd://endpoints/" + ep.ID,
+		Data:       json.RawMessage(fmt.Sprintf(`{"endpoint_id":%q,"message":"This is a test event from hookd."}`, ep.ID)),
+		EndpointID: ep.ID,
+	}
+	var out []Published
+	err := s.db.InTx(ctx, func(q *store.Q) error {
+		var err error
+		out, err = s.Publish(ctx, q, []*event.Event{ev})
+		return err
+	})
+	if err != nil {
+		return Published{}, err
+	}
+	return out[0], nil
+}

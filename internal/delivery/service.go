@@ -1,0 +1,110 @@
+// Package delivery is hookd's engine: publishing an event (with its fanout
+// job, in the caller's transaction), the webhook.fanout and webhook.deliver
+// River workers, outcome classification, retry schedules and retention.
+// Retries belong to River alone; no transaction is held across an HTTP call.
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/scope"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Poster sends one request: the egress client.
+type Poster interface {
+	Post(ctx context.Context, url string, header http.Header, body []byte) (egress.Response, error)
+}
+
+// Config wires the engine.
+type Config struct {
+	DB       *store.DB
+	Profiles *profile.Registry
+	Sealer   *endpoint.Sealer
+	Client   Poster
+	Scope    scope.Predicate
+	Rules    endpoint.Rules
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
+	Log *slog.Logger
+	// LeaseFor is how long a taken lease lasts if its holder dies (default
+	// 20 s: longer than the 15 s job timeout, so a live holder never loses it).
+	LeaseFor time.Duration
+	// BusySnooze is how long a delivery to a busy endpoint waits (default 2 s).
+	BusySnooze time.Duration
+	// MaxRetryAfter caps a receiver's Retry-After (default 1 h).
+	MaxRetryAfter time.Duration
+	// Retention is how long finished deliveries and events are kept
+	// (default 30 days).
+	Retention time.Duration
+	// UserAgent is sent with every delivery.
+	UserAgent string
+}
+
+// Service is the engine.
+type Service struct {
+	cfg Config
+	db  *store.DB
+	log *slog.Logger
+	now func() time.Time
+}
+
+// New returns the engine for cfg, with defaults filled in.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Rules == (endpoint.Rules{}) {
+		cfg.Rules = endpoint.DefaultRules
+	}
+	if cfg.LeaseFor == 0 {
+		cfg.LeaseFor = 20 * time.Second
+	}
+	if cfg.BusySnooze == 0 {
+		cfg.BusySnooze = 2 * time.Second
+	}
+	if cfg.MaxRetryAfter == 0 {
+		cfg.MaxRetryAfter = time.Hour
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 30 * 24 * time.Hour
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "hookd/1"
+	}
+	return &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
+}
+
+// Register adds the engine's workers to workers.
+func (s *Service) Register(workers *river.Workers) {
+	river.AddWorker(workers, &fanoutWorker{s: s})
+	river.AddWorker(workers, &deliverWorker{s: s})
+	river.AddWorker(workers, &pruneWorker{s: s})
+}
+
+// PeriodicJobs returns the engine's periodic jobs (retention), run by the
+// elected River leader only.
+func (s *Service) PeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+			return PruneArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
+	}
+}
+
+// Queues are the River queues the engine uses.
+const (
+	QueueFanout  = "fanout"
+	QueueDeliver = "deliver"
+)

@@ -1,0 +1,78 @@
+// Package endpoint holds hookd's endpoints (seed 002 calls them
+// subscriptions): a URL, event-type globs, a sealed secret and a state, plus
+// the rules of the endpoint state machine (enabled → failing → disabled).
+package endpoint
+
+import (
+	"time"
+)
+
+// Endpoint is one receiver URL of one owner.
+type Endpoint struct {
+	ID          string   `json:"id"`
+	OwnerID     string   `json:"-"`
+	URL         string   `json:"url"`
+	Description string   `json:"description"`
+	EventTypes  []string `json:"event_types"`
+	// SecretSealed is the endpoint's signing secret, sealed at rest. Only
+	// Sealer.Open turns it back into the secret.
+	SecretSealed []byte `json:"-"`
+	// ScopeSource names what admits events to this endpoint (seed 000: an
+	// embed's access code). Empty: the published slice.
+	ScopeSource    string     `json:"scope_source,omitempty"`
+	Enabled        bool       `json:"enabled"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	// MaxInFlight bounds concurrent deliveries to this endpoint. The
+	// standard profile always uses 1 (the lease); kwork defaults to 8.
+	MaxInFlight int       `json:"max_in_flight"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// State is the endpoint's state in seed 000's endpoint diagram.
+type State string
+
+const (
+	Enabled  State = "enabled"
+	Failing  State = "failing"
+	Disabled State = "disabled"
+)
+
+// State derives the endpoint's state from its fields.
+func (e *Endpoint) State() State {
+	switch {
+	case !e.Enabled:
+		return Disabled
+	case e.FailingSince != nil:
+		return Failing
+	}
+	return Enabled
+}
+
+// Rules are the endpoint state machine's timings (seed 000).
+type Rules struct {
+	// Cooldown schedules new deliveries this far out while the endpoint is
+	// failing, so a dead receiver is not hit by every new event.
+	Cooldown time.Duration
+	// DisableAfter disables an endpoint that has failed continuously this long.
+	DisableAfter time.Duration
+}
+
+// DefaultRules are seed 000's numbers: 5 minutes cooldown, disable after 5 days.
+var DefaultRules = Rules{Cooldown: 5 * time.Minute, DisableAfter: 5 * 24 * time.Hour}
+
+// ShouldDisable reports whether an endpoint failing since failingSince must be
+// disabled at now.
+func (r Rules) ShouldDisable(failingSince *time.Time, now time.Time) bool {
+	return failingSince != nil && !now.Before(failingSince.Add(r.DisableAfter))
+}
+
+// ScheduleFor returns when a new delivery to e should first be attempted:
+// now, or now+Cooldown while e is failing.
+func (r Rules) ScheduleFor(e *Endpoint, now time.Time) time.Time {
+	if e.FailingSince != nil {
+		return now.Add(r.Cooldown)
+	}
+	return now
+}

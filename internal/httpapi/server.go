@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Server is the REST projection of the ops.
+type Server struct {
+	Ops   *ops.Service
+	DB    *store.DB
+	Queue store.Queue
+	Log   *slog.Logger
+	// Extra mounts more handlers (MCP, UI) on the same mux.
+	Extra map[string]http.Handler
+}
+
+// Handler returns the HTTP handler: every op's route, /healthz, the job page.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, op := range s.Ops.Ops() {
+		mux.Handle(op.Method+" "+op.Path, s.opHandler(op))
+	}
+	mux.HandleFunc("GET /healthz", s.health)
+	mux.HandleFunc("GET /admin/tasks", s.task)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
+	})
+	for pattern, h := range s.Extra {
+		mux.Handle(pattern, h)
+	}
+	return mux
+}
+
+func (s *Server) opHandler(op *ops.Op) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r))
+		if err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		in := op.NewInput()
+		if err := bind(w, r, in); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		out, err := op.Call(r.Context(), p, in)
+		if err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		writeJSON(w, op.Status, out)
+	})
+}
+
+func ownerNamed(r *http.Request) string {
+	if o := r.Header.Get("Hookd-Owner"); o != "" {
+		return o
+	}
+	return r.URL.Query().Get("owner")
+}
+
+// Authenticate resolves a bearer key to a principal. ownerName is the owner
+// an operator key acts on (ignored for owner-bound keys unless it names a
+// different owner, which is refused).
+func (s *Server) Authenticate(ctx context.Context, authorization, ownerName string) (ops.Principal, error) {
+	token, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return ops.Principal{}, apperr.New(apperr.Unauthorized, "missing API key: send Authorization: Bearer <key> (create one with `hookd apikey create --owner NAME`)")
+	}
+	k, err := s.DB.Q().APIKeyByHash(ctx, owner.HashKey(strings.TrimSpace(token)))
+	if err != nil {
+		return ops.Principal{}, err
+	}
+	if k.RevokedAt != nil {
+		return ops.Principal{}, apperr.New(apperr.Unauthorized, "API key %s was revoked", k.ID)
+	}
+	p := ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID}
+	if k.Role == owner.Operator {
+		p.OwnerID = ownerName
+		if ownerName != "" {
+			if _, err := s.DB.Q().GetOwner(ctx, ownerName); err != nil {
+				return ops.Principal{}, err
+			}
+		}
+	} else if ownerName != "" && ownerName != k.OwnerID {
+		return ops.Principal{}, apperr.New(apperr.NotFound, "owner %q not found", ownerName)
+	}
+	return p, nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.DB.Q().ListOwners(ctx); err != nil {
+		writeError(w, r, s.Log, apperr.New(apperr.Unavailable, "database unreachable"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "engine": s.DB.Engine})
+}

@@ -1,0 +1,51 @@
+package ops
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+type PutEventTypeIn struct {
+	Name        string `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
+	Exposure    string `json:"exposure,omitempty" jsonschema:"webhook (fans out to endpoints) or internal (default: never leaves hookd)"`
+	Description string `json:"description,omitempty"`
+}
+
+func (s *Service) eventTypeOps() []*Op {
+	return []*Op{
+		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
+		define(Op{Name: "event_types.list", Summary: "List every event type the owner has registered or inherits, with its exposure.", Method: http.MethodGet, Path: "/api/admin/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEventTypes),
+	}
+}
+
+func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTypeIn) (*event.Type, error) {
+	if err := event.ValidateTypeName(in.Name); err != nil {
+		return nil, err
+	}
+	exp, err := event.ParseExposure(in.Exposure)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Description) > 1024 {
+		return nil, invalid("description is %d bytes; at most 1024", len(in.Description))
+	}
+	t := &event.Type{OwnerID: p.OwnerID, Name: in.Name, Exposure: exp, Description: in.Description, CreatedAt: s.now()}
+	if err := s.DB.Q().PutEventType(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (s *Service) listEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {
+	ts, err := s.DB.Q().ListEventTypes(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	if ts == nil {
+		ts = []*event.Type{}
+	}
+	return &EventTypeList{Data: ts}, nil
+}

@@ -1,0 +1,70 @@
+package ops
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Service implements the ops.
+type Service struct {
+	DB       *store.DB
+	Engine   *delivery.Service
+	Profiles *profile.Registry
+	Sealer   *endpoint.Sealer
+	// EgressAllow is passed to URL checks, so a URL that could never be
+	// delivered is refused at create time.
+	EgressAllow []netip.Prefix
+	// DefaultProfile is given to owners created implicitly.
+	DefaultProfile string
+	Now            func() time.Time
+	Log            *slog.Logger
+	ops            []*Op
+}
+
+// Ops returns every declared op, in a stable order.
+func (s *Service) Ops() []*Op {
+	if s.ops == nil {
+		s.ops = append(s.ops, s.webhookOps()...)
+		s.ops = append(s.ops, s.eventTypeOps()...)
+		s.ops = append(s.ops, s.eventOps()...)
+	}
+	return s.ops
+}
+
+// Op returns an op by name (nil if none).
+func (s *Service) Op(name string) *Op {
+	for _, o := range s.Ops() {
+		if o.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// ownerProfile loads the acting owner and its profile.
+func (s *Service) ownerProfile(ctx context.Context, ownerID string) (*owner.Owner, profile.Profile, error) {
+	o, err := s.DB.Q().GetOwner(ctx, ownerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.Profiles.Get(o.Profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, p, nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}

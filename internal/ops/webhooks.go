@@ -1,0 +1,386 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// EndpointView is an endpoint as callers see it. Secret is set only in the
+// create and rotate_secret answers.
+type EndpointView struct {
+	*endpoint.Endpoint
+	State  endpoint.State `json:"state"`
+	Secret string         `json:"secret,omitempty"`
+}
+
+func view(e *endpoint.Endpoint) *EndpointView { return &EndpointView{Endpoint: e, State: e.State()} }
+
+type EndpointList struct {
+	Data []*EndpointView `json:"data"`
+}
+
+type EndpointRef struct {
+	ID string `json:"id" path:"id" jsonschema:"the endpoint id (ep_…)"`
+}
+
+type CreateEndpointIn struct {
+	URL         string   `json:"url" jsonschema:"absolute http(s) URL that receives the POSTs"`
+	Description string   `json:"description,omitempty"`
+	EventTypes  []string `json:"event_types" jsonschema:"event-type globs; * matches any run of characters"`
+	Enabled     *bool    `json:"enabled,omitempty" jsonschema:"default true"`
+	// MaxInFlight bounds parallel deliveries where the profile allows it
+	// (kwork; the standard profile always has one in flight).
+	MaxInFlight int    `json:"max_in_flight,omitempty"`
+	ScopeSource string `json:"scope_source,omitempty" jsonschema:"id of the grant that admits events (empty: the published slice)"`
+}
+
+type UpdateEndpointIn struct {
+	ID          string    `json:"id" path:"id"`
+	URL         *string   `json:"url,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	EventTypes  *[]string `json:"event_types,omitempty"`
+	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
+	MaxInFlight *int      `json:"max_in_flight,omitempty"`
+	ScopeSource *string   `json:"scope_source,omitempty"`
+}
+
+type DeliveriesIn struct {
+	ID     string `json:"id" path:"id"`
+	Limit  int    `json:"limit,omitempty" query:"limit" jsonschema:"at most this many (default 50, max 500)"`
+	Before string `json:"before,omitempty" query:"before" jsonschema:"page: deliveries older than this delivery id"`
+}
+
+type DeliveryView struct {
+	*endpoint.Delivery
+	JobURL string `json:"job_url"`
+}
+
+type DeliveryList struct {
+	Data []*DeliveryView `json:"data"`
+	// Next is the "before" value of the next page ("" when done).
+	Next string `json:"next,omitempty"`
+}
+
+type Redelivered struct {
+	Redelivered int `json:"redelivered"`
+}
+
+type TestSent struct {
+	EventID string `json:"event_id"`
+	Type    string `json:"type"`
+}
+
+type EventTypeList struct {
+	Data []*event.Type `json:"data"`
+}
+
+func (s *Service) webhookOps() []*Op {
+	const base = "/api/admin/webhooks"
+	return []*Op{
+		define(Op{Name: "webhooks.list", Summary: "List the owner's endpoints.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEndpoints),
+		define(Op{Name: "webhooks.create", Summary: "Create an endpoint; its secret is shown in this answer only.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin, OwnerScoped: true}, s.createEndpoint),
+		define(Op{Name: "webhooks.get", Summary: "Get one endpoint.", Method: http.MethodGet, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEndpoint),
+		define(Op{Name: "webhooks.update", Summary: "Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateEndpoint),
+		define(Op{Name: "webhooks.delete", Summary: "Delete an endpoint with its deliveries.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteEndpoint),
+		define(Op{Name: "webhooks.rotate_secret", Summary: "Give the endpoint a new secret, shown in this answer only.", Method: http.MethodPost, Path: base + "/{id}/rotate_secret", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotateSecret),
+		define(Op{Name: "webhooks.send_test", Summary: "Send one test event to this endpoint only.", Method: http.MethodPost, Path: base + "/{id}/send_test", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.sendTest),
+		define(Op{Name: "webhooks.deliveries", Summary: "The endpoint's deliveries, newest first.", Method: http.MethodGet, Path: base + "/{id}/deliveries", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.deliveries),
+		define(Op{Name: "webhooks.redeliver", Summary: "Re-enqueue every failed delivery of the endpoint.", Method: http.MethodPost, Path: base + "/{id}/redeliver", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.redeliver),
+		define(Op{Name: "webhooks.event_types", Summary: "List the event types endpoints can subscribe to (exposure webhook).", Method: http.MethodGet, Path: base + "/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.webhookEventTypes),
+	}
+}
+
+func (s *Service) listEndpoints(ctx context.Context, p Principal, _ *Empty) (*EndpointList, error) {
+	eps, err := s.DB.Q().ListEndpoints(ctx, p.OwnerID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := &EndpointList{Data: make([]*EndpointView, len(eps))}
+	for i, e := range eps {
+		out.Data[i] = view(e)
+	}
+	return out, nil
+}
+
+func (s *Service) getEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*EndpointView, error) {
+	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return view(e), nil
+}
+
+func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEndpointIn) (*EndpointView, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	q := s.DB.Q()
+	if err := s.checkEndpoint(ctx, q, p.OwnerID, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
+		return nil, err
+	}
+	secret, err := prof.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.Sealer.Seal(secret)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	e := &endpoint.Endpoint{
+		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Description: in.Description,
+		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, ScopeSource: in.ScopeSource,
+		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }); err != nil {
+		return nil, err
+	}
+	v := view(e)
+	v.Secret = secret
+	return v, nil
+}
+
+func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEndpointIn) (*EndpointView, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	var out *endpoint.Endpoint
+	err = s.DB.InTx(ctx, func(q *store.Q) error {
+		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
+		if err != nil {
+			return err
+		}
+		if in.URL != nil {
+			e.URL = *in.URL
+		}
+		if in.Description != nil {
+			e.Description = *in.Description
+		}
+		if in.EventTypes != nil {
+			e.EventTypes = normGlobs(*in.EventTypes)
+		}
+		if in.ScopeSource != nil {
+			e.ScopeSource = *in.ScopeSource
+		}
+		maxInFlight := e.MaxInFlight
+		if in.MaxInFlight != nil {
+			maxInFlight = *in.MaxInFlight
+		}
+		if err := s.checkEndpoint(ctx, q, p.OwnerID, e.URL, e.Description, e.EventTypes, maxInFlight); err != nil {
+			return err
+		}
+		e.MaxInFlight = prof.MaxInFlight(maxInFlight)
+		if in.Enabled != nil {
+			if *in.Enabled && !e.Enabled || *in.Enabled && e.FailingSince != nil {
+				// Re-enabling clears the failure (seed 000).
+				e.FailingSince, e.DisabledReason = nil, ""
+			}
+			if !*in.Enabled && e.Enabled {
+				e.DisabledReason = "disabled by owner"
+			}
+			e.Enabled = *in.Enabled
+		}
+		e.UpdatedAt = s.now()
+		out = e
+		return q.UpdateEndpoint(ctx, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return view(out), nil
+}
+
+func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {
+	return &Empty{}, s.DB.Q().DeleteEndpoint(ctx, p.OwnerID, in.ID)
+}
+
+func (s *Service) rotateSecret(ctx context.Context, p Principal, in *EndpointRef) (*EndpointView, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := prof.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.Sealer.Seal(secret)
+	if err != nil {
+		return nil, err
+	}
+	var out *endpoint.Endpoint
+	err = s.DB.InTx(ctx, func(q *store.Q) error {
+		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
+		if err != nil {
+			return err
+		}
+		e.SecretSealed, e.UpdatedAt = sealed, s.now()
+		out = e
+		return q.UpdateEndpoint(ctx, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	v := view(out)
+	v.Secret = secret
+	return v, nil
+}
+
+func (s *Service) sendTest(ctx context.Context, p Principal, in *EndpointRef) (*TestSent, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !e.Enabled {
+		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before sending a test", e.ID)
+	}
+	pub, err := s.Engine.SendTest(ctx, e, prof)
+	if err != nil {
+		return nil, err
+	}
+	return &TestSent{EventID: pub.ID, Type: prof.TestEventType()}, nil
+}
+
+func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn) (*DeliveryList, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	q := s.DB.Q()
+	if _, err := q.GetEndpoint(ctx, p.OwnerID, in.ID); err != nil {
+		return nil, err
+	}
+	limit := in.Limit
+	switch {
+	case limit < 0 || limit > 500:
+		return nil, apperr.New(apperr.Invalid, "limit must be between 1 and 500")
+	case limit == 0:
+		limit = 50
+	}
+	window := prof.LogWindow()
+	if window > 0 {
+		// The profile shows only its latest N (kwork: 50); no paging past them.
+		if in.Before != "" {
+			return &DeliveryList{Data: []*DeliveryView{}}, nil
+		}
+		limit = min(limit, window)
+	}
+	ds, err := q.ListDeliveries(ctx, p.OwnerID, in.ID, limit, in.Before)
+	if err != nil {
+		return nil, err
+	}
+	out := &DeliveryList{Data: make([]*DeliveryView, len(ds))}
+	for i, d := range ds {
+		out.Data[i] = &DeliveryView{Delivery: d, JobURL: jobURL(d.JobID)}
+	}
+	if len(ds) == limit && window == 0 {
+		out.Next = ds[len(ds)-1].ID
+	}
+	return out, nil
+}
+
+func jobURL(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return "/admin/tasks?job=" + strconv.FormatInt(id, 10)
+}
+
+func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (*Redelivered, error) {
+	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !e.Enabled {
+		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before redelivering", e.ID)
+	}
+	n, err := s.Engine.Redeliver(ctx, e, prof)
+	if err != nil {
+		return nil, err
+	}
+	return &Redelivered{Redelivered: n}, nil
+}
+
+func (s *Service) webhookEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {
+	ts, err := s.DB.Q().ListEventTypes(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	out := &EventTypeList{Data: []*event.Type{}}
+	for _, t := range ts {
+		if t.Exposure == event.Webhook {
+			out.Data = append(out.Data, t)
+		}
+	}
+	return out, nil
+}
+
+// checkEndpoint validates an endpoint's caller-supplied fields.
+func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, url, description string, globs []string, maxInFlight int) error {
+	if url == "" {
+		return apperr.New(apperr.Invalid, "url is required: the absolute http(s) URL that receives the events")
+	}
+	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
+		if errors.Is(err, egress.ErrBlocked) {
+			return apperr.New(apperr.Invalid, "url %q is not reachable by hookd: %v", url, err)
+		}
+		return apperr.New(apperr.Invalid, "url %q is not valid: %v", url, err)
+	}
+	if len(description) > 1024 {
+		return apperr.New(apperr.Invalid, "description is %d bytes; at most 1024", len(description))
+	}
+	if len(globs) > 100 {
+		return apperr.New(apperr.Invalid, "event_types has %d entries; at most 100", len(globs))
+	}
+	if maxInFlight < 0 || maxInFlight > 256 {
+		return apperr.New(apperr.Invalid, "max_in_flight must be between 1 and 256 (0: the profile's default)")
+	}
+	for _, g := range globs {
+		g = strings.TrimSpace(g)
+		if err := event.ValidateGlob(g); err != nil {
+			return err
+		}
+		if !event.IsLiteral(g) {
+			continue
+		}
+		exp, registered, err := q.Exposure(ctx, ownerID, g)
+		if err != nil {
+			return err
+		}
+		if !registered {
+			return apperr.New(apperr.Invalid, "event type %q is not registered: register it first with PUT /api/admin/event_types/%s and body {\"exposure\": \"webhook\"} (or load a catalog with --catalog)", g, g)
+		}
+		if exp != event.Webhook {
+			return apperr.New(apperr.Invalid, "event type %q is internal and never leaves hookd: set its exposure to webhook with PUT /api/admin/event_types/%s {\"exposure\": \"webhook\"}", g, g)
+		}
+	}
+	return nil
+}
+
+func normGlobs(gs []string) []string {
+	out := make([]string, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, strings.TrimSpace(g))
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package profile
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/webhook"
+)
+
+// Kwork is seed 002's profile: a developer platform's envelope with tenant,
+// environment and app, an X-Kwork-Signature header, parallel unordered
+// deliveries, 6 sends over about 7h12m, and a 50-record delivery log.
+type Kwork struct{}
+
+// KworkRetry is 30s, 2m, 10m, 1h, 6h; 6 sends in all.
+var KworkRetry = Retry{
+	Backoffs:    []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour},
+	MaxAttempts: 6,
+}
+
+// DefaultKworkInFlight bounds parallel deliveries to one subscription.
+const DefaultKworkInFlight = 8
+
+// Owner attributes the kwork profile reads.
+const (
+	AttrApp        = "app"
+	AttrEnv        = "environment"
+	AttrAppKind    = "app_kind"
+	AttrAPIVersion = "api_version"
+)
+
+// The app lifecycle events (seed 002), sent to an app's subscriptions
+// without the subscription listing them.
+const (
+	AppInstalled     = "app.installed"
+	AppUninstalled   = "app.uninstalled"
+	AppUpgraded      = "app.upgraded"
+	AppScopesChanged = "app.scopes_changed"
+	OpenPing         = "open.ping"
+)
+
+func (Kwork) Name() string               { return "kwork" }
+func (Kwork) NewSecret() (string, error) { return webhook.NewSecret() }
+func (Kwork) Retry() Retry               { return KworkRetry }
+func (Kwork) TestEventType() string      { return OpenPing }
+func (Kwork) LogWindow() int             { return 50 }
+
+func (Kwork) MaxInFlight(setting int) int {
+	if setting <= 0 {
+		return DefaultKworkInFlight
+	}
+	return setting
+}
+
+func (Kwork) ValidateSecret(secret string) error {
+	if len(secret) < 16 {
+		return apperr.New(apperr.Invalid, "secret must be at least 16 characters")
+	}
+	return nil
+}
+
+// Implicit: lifecycle events reach every subscription of the app;
+// app.scopes_changed only backend (integration) apps — a page app never
+// gets it.
+func (Kwork) Implicit(typ string, o *owner.Owner) bool {
+	switch typ {
+	case AppInstalled, AppUninstalled, AppUpgraded:
+		return true
+	case AppScopesChanged:
+		return o.Attributes[AttrAppKind] == "integration"
+	}
+	return false
+}
+
+func (Kwork) ValidateOwner(attrs map[string]string) error {
+	if attrs[AttrApp] == "" {
+		return apperr.New(apperr.Invalid, "a kwork owner needs attribute app (the app id put in every envelope)")
+	}
+	if env := attrs[AttrEnv]; env != "test" && env != "live" {
+		return apperr.New(apperr.Invalid, "a kwork owner needs attribute environment = test or live (got %q)", env)
+	}
+	if kind := attrs[AttrAppKind]; kind != "" && kind != "integration" && kind != "page" {
+		return apperr.New(apperr.Invalid, "attribute app_kind must be integration or page (got %q)", kind)
+	}
+	return nil
+}
+
+func (Kwork) Catalog() []event.Type {
+	return []event.Type{
+		{Name: AppInstalled, Exposure: event.Webhook, Description: "The app was installed in a tenant: {version, scopes}."},
+		{Name: AppUninstalled, Exposure: event.Webhook, Description: "The app was uninstalled from a tenant: {}."},
+		{Name: AppUpgraded, Exposure: event.Webhook, Description: "The app was upgraded in a tenant: {from, to, scopes}."},
+		{Name: AppScopesChanged, Exposure: event.Webhook, Description: "The app's effective scopes changed in a tenant: {scopes, added, removed}. Integration apps only."},
+		{Name: OpenPing, Exposure: event.Webhook, Description: "Sent by send_test to one subscription only."},
+	}
+}
+
+// Body renders {"id","type","createdAt","apiVersion","tenant","environment","app","data"}.
+func (Kwork) Body(ev *event.Event, o *owner.Owner) ([]byte, error) {
+	a := o.Attributes
+	b := make([]byte, 0, 160+len(ev.ID)+len(ev.Type)+len(ev.Tenant)+len(ev.Data))
+	b = append(b, `{"id":`...)
+	b = appendString(b, ev.ID)
+	b = append(b, `,"type":`...)
+	b = appendString(b, ev.Type)
+	b = append(b, `,"createdAt":`...)
+	b = appendTime(b, ev.OccurredAt, time.RFC3339)
+	b = append(b, `,"apiVersion":`...)
+	b = appendString(b, a[AttrAPIVersion])
+	b = append(b, `,"tenant":`...)
+	b = appendString(b, ev.Tenant)
+	b = append(b, `,"environment":`...)
+	b = appendString(b, a[AttrEnv])
+	b = append(b, `,"app":`...)
+	b = appendString(b, a[AttrApp])
+	b = append(b, `,"data":`...)
+	b = append(b, ev.Data...)
+	return append(b, '}'), nil
+}
+
+// Sign sets X-Kwork-Signature (t and v1 recomputed every attempt),
+// X-Kwork-Event and X-Kwork-Delivery (one id per delivery, unchanged on
+// retries).
+func (Kwork) Sign(h http.Header, secret string, m Message, now time.Time) error {
+	s, err := webhook.NewKworkSigner(secret)
+	if err != nil {
+		return err
+	}
+	h[webhook.HeaderKworkSignature] = []string{s.Sign(now.Unix(), m.Body)}
+	h[webhook.HeaderKworkEvent] = []string{m.EventType}
+	h[webhook.HeaderKworkDelivery] = []string{m.DeliveryID}
+	return nil
+}

@@ -1,0 +1,126 @@
+// Package profile holds hookd's wire contracts. A profile decides everything
+// a receiver sees and how hard hookd tries: envelope, signature headers,
+// retry schedule, per-endpoint concurrency, test event, delivery-log window.
+// The engine asks the owner's profile and never branches on its name.
+package profile
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+// Message is what one attempt signs: the delivery's stable identity and body.
+type Message struct {
+	DeliveryID string
+	EventID    string
+	EventType  string
+	Body       []byte
+}
+
+// Profile is one wire contract.
+type Profile interface {
+	Name() string
+	// NewSecret returns a fresh endpoint secret, shown to the owner once.
+	NewSecret() (string, error)
+	// ValidateSecret checks a secret an owner supplies (rotation to a known value).
+	ValidateSecret(secret string) error
+	// Body renders ev for an endpoint of o. It is computed once per attempt
+	// from stored data and is byte-identical on every retry.
+	Body(ev *event.Event, o *owner.Owner) ([]byte, error)
+	// Sign sets one attempt's headers on h: identity headers and a
+	// signature over m.Body at now (recomputed on every attempt).
+	Sign(h http.Header, secret string, m Message, now time.Time) error
+	// Retry is the retry schedule.
+	Retry() Retry
+	// MaxInFlight returns how many deliveries may be in flight to one
+	// endpoint given the endpoint's setting (0 = default); 1 is a lease.
+	MaxInFlight(setting int) int
+	// TestEventType is the type send_test publishes.
+	TestEventType() string
+	// LogWindow is how many deliveries an endpoint's log keeps (0 = all,
+	// until retention removes them).
+	LogWindow() int
+	// Implicit reports whether events of typ reach every endpoint of o
+	// without the endpoint listing it (kwork's app lifecycle events).
+	Implicit(typ string, o *owner.Owner) bool
+	// ValidateOwner checks an owner's attributes for this profile.
+	ValidateOwner(attrs map[string]string) error
+	// Catalog lists the event types this profile ships.
+	Catalog() []event.Type
+}
+
+// Retry is a retry schedule: Backoffs[i] is the wait after the (i+1)th
+// failed send; past the list the last entry repeats. MaxAttempts counts sends.
+type Retry struct {
+	Backoffs    []time.Duration
+	MaxAttempts int
+}
+
+// After returns the wait after the nth failed send (n ≥ 1).
+func (r Retry) After(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > len(r.Backoffs) {
+		return r.Backoffs[len(r.Backoffs)-1]
+	}
+	return r.Backoffs[n-1]
+}
+
+// Total is the time from the first send to the last if every send fails.
+func (r Retry) Total() time.Duration {
+	var d time.Duration
+	for n := 1; n < r.MaxAttempts; n++ {
+		d += r.After(n)
+	}
+	return d
+}
+
+// Registry holds the profiles a server knows, by name.
+type Registry struct {
+	byName map[string]Profile
+}
+
+// NewRegistry returns a registry of ps.
+func NewRegistry(ps ...Profile) *Registry {
+	r := &Registry{byName: map[string]Profile{}}
+	for _, p := range ps {
+		r.byName[p.Name()] = p
+	}
+	return r
+}
+
+// Default is the registry of the built-in profiles.
+func Default() *Registry { return NewRegistry(Standard{}, Kwork{}) }
+
+// Get returns a profile by name.
+func (r *Registry) Get(name string) (Profile, error) {
+	if p, ok := r.byName[name]; ok {
+		return p, nil
+	}
+	return nil, apperr.New(apperr.Invalid, "profile %q is not known: use one of %v", name, r.Names())
+}
+
+// Names lists the profile names, sorted.
+func (r *Registry) Names() []string {
+	var out []string
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// All returns every profile.
+func (r *Registry) All() []Profile {
+	var out []Profile
+	for _, n := range r.Names() {
+		out = append(out, r.byName[n])
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package profile
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/webhook"
+)
+
+// Standard is seed 000's profile: the thin envelope signed with Standard
+// Webhooks headers, one delivery in flight per endpoint, 18 attempts over
+// about 5.3 days.
+type Standard struct{}
+
+// StandardRetry is 5s, 5m, 30m, 2h, 5h, then 10h each; 18 sends in all.
+var StandardRetry = Retry{
+	Backoffs:    []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour},
+	MaxAttempts: 18,
+}
+
+func (Standard) Name() string               { return "standard" }
+func (Standard) NewSecret() (string, error) { return webhook.NewSecret() }
+func (Standard) Retry() Retry               { return StandardRetry }
+func (Standard) MaxInFlight(int) int        { return 1 }
+func (Standard) TestEventType() string      { return "webhook.test" }
+func (Standard) LogWindow() int             { return 0 }
+func (Standard) Implicit(string, *owner.Owner) bool {
+	return false
+}
+func (Standard) ValidateOwner(map[string]string) error { return nil }
+
+func (Standard) ValidateSecret(secret string) error {
+	if _, err := webhook.NewSigner(secret); err != nil {
+		return apperr.New(apperr.Invalid, "secret must be whsec_ followed by base64 (at least 24 bytes decoded): %v", err)
+	}
+	return nil
+}
+
+func (Standard) Catalog() []event.Type {
+	return []event.Type{{Name: "webhook.test", Exposure: event.Webhook, Description: "Sent by send_test to one endpoint only."}}
+}
+
+// Body renders {"id","type","subject","occurred_at","data"}: thin, no body
+// of the subject; receivers fetch what they need.
+func (Standard) Body(ev *event.Event, _ *owner.Owner) ([]byte, error) {
+	b := make([]byte, 0, 96+len(ev.ID)+len(ev.Type)+len(ev.Subject)+len(ev.Data))
+	b = append(b, `{"id":`...)
+	b = appendString(b, ev.ID)
+	b = append(b, `,"type":`...)
+	b = appendString(b, ev.Type)
+	b = append(b, `,"subject":`...)
+	b = appendString(b, ev.Subject)
+	b = append(b, `,"occurred_at":`...)
+	b = appendTime(b, ev.OccurredAt, time.RFC3339Nano)
+	b = append(b, `,"data":`...)
+	b = append(b, ev.Data...)
+	return append(b, '}'), nil
+}
+
+// Sign sets webhook-id (the event id: receivers dedupe on it),
+// webhook-timestamp and webhook-signature.
+func (Standard) Sign(h http.Header, secret string, m Message, now time.Time) error {
+	s, err := webhook.NewSigner(secret)
+	if err != nil {
+		return err
+	}
+	unix := now.Unix()
+	h["Webhook-Id"] = []string{m.EventID}
+	h["Webhook-Timestamp"] = []string{strconv.FormatInt(unix, 10)}
+	h["Webhook-Signature"] = []string{s.Sign(m.EventID, unix, m.Body)}
+	return nil
+}

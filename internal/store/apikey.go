@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+const apiKeyCols = `id, COALESCE(owner_id, ''), role, hash, prefix, created_at, revoked_at`
+
+func scanAPIKey(r row) (*owner.APIKey, error) {
+	var k owner.APIKey
+	var created int64
+	var revoked *int64
+	if err := r.Scan(&k.ID, &k.OwnerID, &k.Role, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+		return nil, err
+	}
+	k.CreatedAt = fromTS(created)
+	k.RevokedAt = fromTSPtr(revoked)
+	return &k, nil
+}
+
+// CreateAPIKey stores a key (its hash only). OwnerID empty: an operator key.
+func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
+	var ownerID any
+	if k.OwnerID != "" {
+		ownerID = k.OwnerID
+	}
+	_, err := q.q.exec(ctx, `INSERT INTO hookd_api_keys (id, owner_id, role, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.ID, ownerID, string(k.Role), k.Hash, k.Prefix, ts(k.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create api key: %w", err)
+	}
+	return nil
+}
+
+// APIKeyByHash finds a key by its hash (revoked keys too: the caller checks).
+func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error) {
+	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.Unauthorized, "API key not recognised")
+	}
+	return k, err
+}
+
+// ListAPIKeys lists an owner's keys ("" lists operator keys).
+func (q *Q) ListAPIKeys(ctx context.Context, ownerID string) ([]*owner.APIKey, error) {
+	rs, err := q.q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE COALESCE(owner_id, '') = $1 ORDER BY created_at, id`, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	defer rs.Close()
+	var out []*owner.APIKey
+	for rs.Next() {
+		k, err := scanAPIKey(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rs.Err()
+}
+
+// RevokeAPIKey revokes one of ownerID's keys.
+func (q *Q) RevokeAPIKey(ctx context.Context, ownerID, id string, at int64) error {
+	n, err := q.q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND COALESCE(owner_id, '') = $2`, id, ownerID, at)
+	if err != nil {
+		return fmt.Errorf("revoke api key: %w", err)
+	}
+	if n == 0 {
+		return apperr.New(apperr.NotFound, "API key %q not found", id)
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+// Package store is hookd's one storage contract with two engines: embedded
+// SQLite (modernc.org/sqlite, no cgo) and PostgreSQL (pgx). Both run the
+// same SQL; they differ only in how connections and transactions are opened
+// and in the River driver each hands to the job engine. The conformance suite
+// in store_test.go runs every method against both.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	_ "modernc.org/sqlite" // the embedded engine
+)
+
+// Engine names a database engine.
+type Engine string
+
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// Config says which database to open.
+type Config struct {
+	// URL is a postgres:// (or postgresql://) URL, or an SQLite file path
+	// (optionally "sqlite:" prefixed). Empty means "hookd.db".
+	URL string
+	// Schema, for PostgreSQL, puts hookd's and River's tables in that schema
+	// (created if missing). Tests use one per package.
+	Schema string
+	// MaxConns bounds the PostgreSQL pool (default 20). SQLite always uses one
+	// connection: River's SQLite driver requires it.
+	MaxConns int32
+	Log      *slog.Logger
+}
+
+// DB is an open hookd database.
+type DB struct {
+	Engine Engine
+	// Path is the SQLite file (empty for PostgreSQL).
+	Path   string
+	schema string
+	log    *slog.Logger
+	sqlDB  *sql.DB
+	pool   *pgxpool.Pool
+	base   querier
+	queue  queue
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open opens (but does not migrate) the database cfg names.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u := cfg.URL
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return openPostgres(ctx, cfg, log)
+	}
+	path := strings.TrimPrefix(u, "sqlite:")
+	if path == "" {
+		path = "hookd.db"
+	}
+	return openSQLite(path, log)
+}
+
+func openSQLite(path string, log *slog.Logger) (*DB, error) {
+	// WAL for concurrent readers of the file (e.g. `hookd apikey create`
+	// while serving), immediate transactions so writers queue instead of
+	// failing, foreign keys for cascades.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	sqlDB, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	sqlDB.SetConnMaxLifetime(0)
+	if err := sqlDB.Ping(); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{sqlDB}}, nil
+}
+
+func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	pc.MaxConns = cfg.MaxConns
+	if pc.MaxConns == 0 {
+		pc.MaxConns = 20
+	}
+	if cfg.Schema != "" {
+		if !schemaName.MatchString(cfg.Schema) {
+			return nil, fmt.Errorf("schema %q: use lowercase letters, digits and _", cfg.Schema)
+		}
+		pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	if cfg.Schema != "" {
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+cfg.Schema); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("create schema %s: %w", cfg.Schema, err)
+		}
+	}
+	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, base: pgQuerier{pool}}, nil
+}
+
+// Close closes the database. Stop River first.
+func (db *DB) Close() error {
+	if db.pool != nil {
+		db.pool.Close()
+		return nil
+	}
+	return db.sqlDB.Close()
+}
+
+// SQLDB returns the SQLite *sql.DB (nil on PostgreSQL), for library users who
+// publish inside their own transactions.
+func (db *DB) SQLDB() *sql.DB { return db.sqlDB }
+
+// Pool returns the PostgreSQL pool (nil on SQLite).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// Q returns the store's queries outside any transaction.
+func (db *DB) Q() *Q { return &Q{db: db, q: db.base} }
+
+// InTx runs fn in one transaction: committed if fn returns nil, rolled back
+// otherwise. Never call out over the network inside fn.
+func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
+	if db.pool != nil {
+		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			return fn(&Q{db: db, q: pgQuerier{tx}, tx: tx})
+		})
+	}
+	tx, err := db.sqlDB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(&Q{db: db, q: sqlQuerier{tx}, tx: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// WithTx wraps a transaction the caller opened on this database (a *sql.Tx
+// on SQLite, a pgx.Tx on PostgreSQL) so hookd writes inside it: the
+// transactional outbox of library mode.
+func (db *DB) WithTx(tx any) (*Q, error) {
+	switch t := tx.(type) {
+	case *sql.Tx:
+		if db.Engine != SQLite {
+			return nil, errors.New("a *sql.Tx was given, but hookd runs on PostgreSQL: pass a pgx.Tx")
+		}
+		return &Q{db: db, q: sqlQuerier{t}, tx: t}, nil
+	case pgx.Tx:
+		if db.Engine != Postgres {
+			return nil, errors.New("a pgx.Tx was given, but hookd runs on SQLite: pass a *sql.Tx")
+		}
+		return &Q{db: db, q: pgQuerier{t}, tx: t}, nil
+	}
+	return nil, fmt.Errorf("unsupported transaction type %T", tx)
+}
+
+// Q runs hookd's queries on a connection or inside a transaction.
+type Q struct {
+	db *DB
+	q  querier
+	tx any // the native transaction, nil outside one
+}
+
+// InsertJobs inserts River jobs in this transaction (so they exist if and
+// only if the transaction commits).
+func (q *Q) InsertJobs(ctx context.Context, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	if q.tx == nil {
+		return nil, errors.New("InsertJobs needs a transaction")
+	}
+	if q.db.queue == nil {
+		return nil, errors.New("InsertJobs: no River client (call NewRiver first)")
+	}
+	return q.db.queue.insertManyTx(ctx, q.tx, params)
+}
+
+// --- time and JSON columns ---
+
+func ts(t time.Time) int64 { return t.UnixMicro() }
+
+func fromTS(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromTSPtr(v *int64) *time.Time {
+	if v == nil {
+		return nil
+	}
+	t := fromTS(*v)
+	return &t
+}
+
+func tsPtr(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := ts(*t)
+	return &v
+}
+
+// NotFound reports whether err means no row matched.
+func NotFound(err error) bool { return errors.Is(err, errNoRows) }
+
+// ErrNotFound is returned (wrapped) when a row does not exist.
+var ErrNotFound = errNoRows
+
+// FromSQL wraps an SQLite *sql.DB the caller opened (library mode). It must
+// allow one open connection only, with foreign keys on and
+// _txlock=immediate, as Open configures it.
+func FromSQL(sqlDB *sql.DB, log *slog.Logger) *DB {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &DB{Engine: SQLite, log: log, sqlDB: sqlDB, base: sqlQuerier{sqlDB}}
+}
+
+// FromPool wraps a PostgreSQL pool the caller opened (library mode); schema
+// may be empty (the pool's search_path decides).
+func FromPool(pool *pgxpool.Pool, schema string, log *slog.Logger) *DB {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &DB{Engine: Postgres, schema: schema, log: log, pool: pool, base: pgQuerier{pool}}
+}

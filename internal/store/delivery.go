@@ -1,0 +1,197 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+)
+
+const deliveryCols = `id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, last_status, last_error, next_attempt_at, created_at, updated_at, finished_at`
+
+func scanDelivery(r row) (*endpoint.Delivery, error) {
+	var d endpoint.Delivery
+	var next, finished *int64
+	var created, updated int64
+	if err := r.Scan(&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &next, &created, &updated, &finished); err != nil {
+		return nil, err
+	}
+	d.NextAttemptAt = fromTSPtr(next)
+	d.CreatedAt = fromTS(created)
+	d.UpdatedAt = fromTS(updated)
+	d.FinishedAt = fromTSPtr(finished)
+	return &d, nil
+}
+
+// InsertDeliveries inserts pending deliveries, skipping any (endpoint, event)
+// pair that already has one: fanout run twice enqueues once. It returns the
+// ones it inserted.
+func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*endpoint.Delivery, error) {
+	var out []*endpoint.Delivery
+	const perStmt = 200 // 11 params each; well under both engines' limits
+	for len(ds) > 0 {
+		chunk := ds[:min(perStmt, len(ds))]
+		ds = ds[len(chunk):]
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, next_attempt_at, created_at, updated_at) VALUES `)
+		args := make([]any, 0, len(chunk)*11)
+		byID := make(map[string]*endpoint.Delivery, len(chunk))
+		for i, d := range chunk {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			n := len(args)
+			fmt.Fprintf(&sb, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
+			args = append(args, d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, d.JobID, string(d.State), d.Attempts, tsPtr(d.NextAttemptAt), ts(d.CreatedAt), ts(d.UpdatedAt))
+			byID[d.ID] = d
+		}
+		sb.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`)
+		rs, err := q.q.query(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert deliveries: %w", err)
+		}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, byID[id])
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("insert deliveries: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// SetDeliveryJobs records each delivery's River job id.
+func (q *Q) SetDeliveryJobs(ctx context.Context, ids []string, jobIDs []int64) error {
+	for i, id := range ids {
+		if _, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET job_id = $2 WHERE id = $1`, id, jobIDs[i]); err != nil {
+			return fmt.Errorf("set delivery job: %w", err)
+		}
+	}
+	return nil
+}
+
+// FindDelivery returns the delivery of one event to one endpoint.
+func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endpoint.Delivery, error) {
+	d, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
+	}
+	return d, err
+}
+
+// Attempt is the outcome of one delivery attempt, as recorded.
+type Attempt struct {
+	DeliveryID string
+	// Sent is true when a request was made (an attempt was spent).
+	Sent          bool
+	Status        int
+	Error         string
+	State         endpoint.DeliveryState
+	NextAttemptAt *int64
+	JobID         int64
+	Now           int64
+}
+
+// RecordAttempt updates a delivery after an attempt or a snooze.
+func (q *Q) RecordAttempt(ctx context.Context, a Attempt) error {
+	var finished *int64
+	if a.State != endpoint.Pending {
+		finished = &a.Now
+	}
+	sent := 0
+	if a.Sent {
+		sent = 1
+	}
+	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
+		next_attempt_at = $6, finished_at = $7, updated_at = $8, job_id = CASE WHEN CAST($9 AS BIGINT) = 0 THEN job_id ELSE CAST($9 AS BIGINT) END WHERE id = $1`,
+		a.DeliveryID, sent, a.Status, a.Error, string(a.State), a.NextAttemptAt, finished, a.Now, a.JobID)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	return nil
+}
+
+// ListDeliveries returns an endpoint's latest deliveries, newest first;
+// before (a delivery id, optional) pages backwards.
+func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limit int, before string) ([]*endpoint.Delivery, error) {
+	rs, err := q.q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND owner_id = $2 AND ($3 = '' OR id < $3)
+		ORDER BY id DESC LIMIT $4`, endpointID, ownerID, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rs.Close()
+	var out []*endpoint.Delivery
+	for rs.Next() {
+		d, err := scanDelivery(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rs.Err()
+}
+
+// FailedDeliveries returns up to limit failed deliveries of an endpoint,
+// oldest first (what redeliver re-enqueues).
+func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) ([]*endpoint.Delivery, error) {
+	rs, err := q.q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("failed deliveries: %w", err)
+	}
+	defer rs.Close()
+	var out []*endpoint.Delivery
+	for rs.Next() {
+		d, err := scanDelivery(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rs.Err()
+}
+
+// ResetDelivery puts a failed delivery back to pending under a new job.
+func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) error {
+	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
+	if err != nil {
+		return fmt.Errorf("reset delivery: %w", err)
+	}
+	return nil
+}
+
+// PruneDeliveries deletes up to limit deliveries that finished before cutoff.
+func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64, error) {
+	n, err := q.q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// TrimDeliveries keeps only the newest keep finished deliveries of an
+// endpoint (a profile's delivery-log window), deleting older finished ones.
+func (q *Q) TrimDeliveries(ctx context.Context, endpointID string, keep int) (int64, error) {
+	n, err := q.q.exec(ctx, `DELETE FROM hookd_deliveries WHERE endpoint_id = $1 AND finished_at IS NOT NULL AND id < (
+		SELECT COALESCE(MIN(id), '') FROM (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2) newest)`, endpointID, keep)
+	if err != nil {
+		return 0, fmt.Errorf("trim deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// OwnsJob reports whether River job id is a delivery of ownerID's.
+func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64) (bool, error) {
+	var n int
+	if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_deliveries WHERE job_id = $1 AND owner_id = $2`, jobID, ownerID).Scan(&n); err != nil {
+		return false, fmt.Errorf("owns job: %w", err)
+	}
+	return n > 0, nil
+}

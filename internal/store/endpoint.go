@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+)
+
+const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at`
+
+func scanEndpoint(r row) (*endpoint.Endpoint, error) {
+	var e endpoint.Endpoint
+	var globs string
+	var failing *int64
+	var created, updated int64
+	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(globs), &e.EventTypes); err != nil {
+		return nil, fmt.Errorf("endpoint %s event types: %w", e.ID, err)
+	}
+	e.FailingSince = fromTSPtr(failing)
+	e.CreatedAt = fromTS(created)
+	e.UpdatedAt = fromTS(updated)
+	return &e, nil
+}
+
+func notFoundEndpoint(id string) error {
+	return apperr.New(apperr.NotFound, "endpoint %q not found", id)
+}
+
+// CreateEndpoint inserts e and its lease slots.
+func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
+	globs, err := json.Marshal(e.EventTypes)
+	if err != nil {
+		return err
+	}
+	_, err = q.q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("create endpoint: %w", err)
+	}
+	return q.resizeLeases(ctx, e.ID, e.MaxInFlight)
+}
+
+// GetEndpoint returns one of an owner's endpoints ("" owner: any).
+func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endpoint, error) {
+	e, err := scanEndpoint(q.q.queryRow(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
+	if NotFound(err) {
+		return nil, notFoundEndpoint(id)
+	}
+	return e, err
+}
+
+// ListEndpoints returns an owner's endpoints, oldest first. enabledOnly
+// limits them to enabled ones (what fanout offers events to).
+func (q *Q) ListEndpoints(ctx context.Context, ownerID string, enabledOnly bool) ([]*endpoint.Endpoint, error) {
+	rs, err := q.q.query(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints: %w", err)
+	}
+	defer rs.Close()
+	var out []*endpoint.Endpoint
+	for rs.Next() {
+		e, err := scanEndpoint(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rs.Err()
+}
+
+// UpdateEndpoint writes e's mutable fields (url, description, globs, secret,
+// scope, enabled, reason, failing_since, max_in_flight, updated_at).
+func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
+	globs, err := json.Marshal(e.EventTypes)
+	if err != nil {
+		return err
+	}
+	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET url = $3, description = $4, event_types = $5, secret_sealed = $6, scope_source = $7,
+		enabled = $8, disabled_reason = $9, failing_since = $10, max_in_flight = $11, updated_at = $12 WHERE id = $1 AND owner_id = $2`,
+		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("update endpoint: %w", err)
+	}
+	if n == 0 {
+		return notFoundEndpoint(e.ID)
+	}
+	return q.resizeLeases(ctx, e.ID, e.MaxInFlight)
+}
+
+// DeleteEndpoint deletes one of an owner's endpoints with its deliveries and
+// leases.
+func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
+	n, err := q.q.exec(ctx, `DELETE FROM hookd_endpoints WHERE id = $1 AND owner_id = $2`, id, ownerID)
+	if err != nil {
+		return fmt.Errorf("delete endpoint: %w", err)
+	}
+	if n == 0 {
+		return notFoundEndpoint(id)
+	}
+	return nil
+}
+
+// MarkEndpointFailing records a non-success at now: failing_since is set if
+// it was not. If the endpoint has now failed continuously for disableAfter,
+// it is disabled with reason. It returns the endpoint's failing_since and
+// whether this call disabled it.
+func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now, disableAfter int64, reason string) (failingSince int64, disabled bool, err error) {
+	err = q.q.queryRow(ctx, `UPDATE hookd_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since`, id, now).Scan(&failingSince)
+	if NotFound(err) {
+		return 0, false, notFoundEndpoint(id)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("mark endpoint failing: %w", err)
+	}
+	if now-failingSince < disableAfter {
+		return failingSince, false, nil
+	}
+	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled = true`, id, reason, now)
+	if err != nil {
+		return 0, false, fmt.Errorf("disable endpoint: %w", err)
+	}
+	return failingSince, n == 1, nil
+}
+
+// MarkEndpointHealthy clears failing_since after a success.
+func (q *Q) MarkEndpointHealthy(ctx context.Context, id string) error {
+	_, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, id)
+	if err != nil {
+		return fmt.Errorf("mark endpoint healthy: %w", err)
+	}
+	return nil
+}

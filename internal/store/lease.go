@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// resizeLeases makes an endpoint have exactly n lease slots (0..n-1).
+func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
+	if n < 1 {
+		n = 1
+	}
+	if _, err := q.q.exec(ctx, `DELETE FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND slot >= $2`, endpointID, n); err != nil {
+		return fmt.Errorf("resize leases: %w", err)
+	}
+	for slot := 0; slot < n; slot++ {
+		if _, err := q.q.exec(ctx, `INSERT INTO hookd_endpoint_leases (endpoint_id, slot) VALUES ($1, $2) ON CONFLICT (endpoint_id, slot) DO NOTHING`, endpointID, slot); err != nil {
+			return fmt.Errorf("resize leases: %w", err)
+		}
+	}
+	return nil
+}
+
+// TakeLease takes a free slot of the endpoint's lease until `until`
+// (UPDATE … SET busy_until … RETURNING): one statement, no transaction held
+// during the delivery. ok=false: every slot is busy.
+//
+// Under concurrency on PostgreSQL two takers may pick the same free slot;
+// the row lock makes the second re-check busy_until and update nothing, so it
+// sees "busy" and snoozes: never two holders of one slot.
+func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until int64) (slot int, ok bool, err error) {
+	err = q.q.queryRow(ctx, `UPDATE hookd_endpoint_leases SET busy_until = $4, holder = $2
+		WHERE endpoint_id = $1 AND busy_until <= $3
+		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND busy_until <= $3 ORDER BY slot LIMIT 1)
+		RETURNING slot`, endpointID, holder, now, until).Scan(&slot)
+	if NotFound(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("take lease: %w", err)
+	}
+	return slot, true, nil
+}
+
+// ReleaseLease frees a slot, if holder still holds it.
+func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holder int64) error {
+	_, err := q.q.exec(ctx, `UPDATE hookd_endpoint_leases SET busy_until = 0, holder = 0 WHERE endpoint_id = $1 AND slot = $2 AND holder = $3`, endpointID, slot, holder)
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	return nil
+}

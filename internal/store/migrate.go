@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrateLockID serialises `hookd migrate` (and serve's own migration) across
+// processes on one PostgreSQL.
+const migrateLockID = 0x686f6f6b64 // "hookd"
+
+// Migrate applies River's and hookd's migrations. It is idempotent, and on
+// PostgreSQL several processes may run it at once: an advisory lock makes
+// them take turns, and each applies only what is missing.
+func (db *DB) Migrate(ctx context.Context) error {
+	if db.pool != nil {
+		conn, err := db.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockID)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID)) //nolint:errcheck // released with the session anyway
+		m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.log})
+		if err != nil {
+			return fmt.Errorf("migrate river: %w", err)
+		}
+		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("migrate river: %w", err)
+		}
+	} else {
+		m, err := rivermigrate.New(riversqlite.New(db.sqlDB), &rivermigrate.Config{Logger: db.log})
+		if err != nil {
+			return fmt.Errorf("migrate river: %w", err)
+		}
+		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("migrate river: %w", err)
+		}
+	}
+	return db.migrateHookd(ctx)
+}
+
+func (db *DB) migrateHookd(ctx context.Context) error {
+	if _, err := db.base.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		version, err := strconv.Atoi(name[:strings.IndexByte(name, '_')])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", name)
+		}
+		body, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		err = db.InTx(ctx, func(q *Q) error {
+			var n int
+			if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			for _, stmt := range splitSQL(string(body)) {
+				if _, err := q.q.exec(ctx, stmt); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			_, err := q.q.exec(ctx, `INSERT INTO hookd_migrations (version, applied_at) VALUES ($1, $2)`, version, ts(time.Now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	return nil
+}
+
+// MigrationCount returns how many hookd migrations are recorded (for tests
+// that check a migration ran exactly once).
+func (db *DB) MigrationCount(ctx context.Context) (int, error) {
+	var n int
+	err := db.base.queryRow(ctx, `SELECT count(*) FROM hookd_migrations`).Scan(&n)
+	return n, err
+}
+
+// splitSQL splits a migration into statements on ';' at line ends, dropping
+// comment lines.
+func splitSQL(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "--") || t == "" {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(t, ";") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if strings.TrimSpace(cur.String()) != "" {
+		out = append(out, cur.String())
+	}
+	return out
+}

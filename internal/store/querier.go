@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// querier is the one query surface hookd's SQL is written against. Both
+// engines take the same SQL text ($N placeholders work in SQLite too), so the
+// stores differ only in how a connection or transaction is adapted here.
+type querier interface {
+	exec(ctx context.Context, sql string, args ...any) (int64, error)
+	query(ctx context.Context, sql string, args ...any) (rows, error)
+	queryRow(ctx context.Context, sql string, args ...any) row
+}
+
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+type row interface{ Scan(dest ...any) error }
+
+// errNoRows is what row.Scan returns on both engines when nothing matched.
+var errNoRows = errors.New("no rows")
+
+// --- database/sql (SQLite) ---
+
+type sqlConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type sqlQuerier struct{ c sqlConn }
+
+func (s sqlQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := s.c.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s sqlQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
+	r, err := s.c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+func (s sqlQuerier) queryRow(ctx context.Context, q string, args ...any) row {
+	return sqlRow{s.c.QueryRowContext(ctx, q, args...)}
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+type sqlRow struct{ r *sql.Row }
+
+func (r sqlRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
+
+// --- pgx (PostgreSQL) ---
+
+type pgConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type pgQuerier struct{ c pgConn }
+
+func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := p.c.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (p pgQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
+	r, err := p.c.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (p pgQuerier) queryRow(ctx context.Context, q string, args ...any) row {
+	return pgRow{p.c.QueryRow(ctx, q, args...)}
+}
+
+type pgRow struct{ r pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}

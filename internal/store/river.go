@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Queue is the River client of either engine, without its transaction type:
+// what hookd needs beyond inserting jobs inside a store transaction.
+type Queue interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
+	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	// Stopped is closed once the client has fully stopped.
+	Stopped() <-chan struct{}
+	insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+type riverQueue[TTx any] struct{ *river.Client[TTx] }
+
+func (c riverQueue[TTx]) insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	return c.InsertManyTx(ctx, tx.(TTx), params)
+}
+
+// NewRiver builds the River client on this database's driver. Afterwards the
+// store's transactions can insert jobs (Q.InsertJobs). A config with no
+// Workers/Queues gives an insert-only client (an API-only node).
+func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
+	var q queue
+	if db.pool != nil {
+		cfg.Schema = db.schema
+		c, err := river.NewClient(riverpgxv5.New(db.pool), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("river: %w", err)
+		}
+		q = riverQueue[pgx.Tx]{c}
+	} else {
+		c, err := river.NewClient(riversqlite.New(db.sqlDB), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("river: %w", err)
+		}
+		q = riverQueue[*sql.Tx]{c}
+	}
+	db.queue = q
+	return q, nil
+}
+
+type queue = Queue
