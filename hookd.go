@@ -7,6 +7,7 @@
 package hookd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,9 +62,13 @@ type Config struct {
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 	Log *slog.Logger
-	// leaseFor and busySnooze shorten seed 000's lease timings in tests.
-	LeaseFor   time.Duration
-	BusySnooze time.Duration
+	// Timings from the seeds, overridable so tests need not wait them out:
+	// the lease of a dead holder (20 s), the busy snooze (2 s), the job
+	// timeout (15 s) and the HTTP timeout inside it (10 s).
+	LeaseFor    time.Duration
+	BusySnooze  time.Duration
+	JobTimeout  time.Duration
+	HTTPTimeout time.Duration
 }
 
 // Hookd is a running (or ready to run) hookd.
@@ -123,10 +128,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	}
 	engine := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
-		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1"}),
+		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
 		Scope:  scope.Predicate{Source: cfg.ScopeSource},
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
-		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze,
+		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 	})
 	rc := riverConfig(cfg, engine)
 	queue, err := db.NewRiver(rc)
@@ -144,7 +149,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 func riverConfig(cfg Config, engine *delivery.Service) *river.Config {
 	rc := &river.Config{
 		Logger:               cfg.Log.With("component", "river"),
-		JobTimeout:           delivery.JobTimeout,
+		JobTimeout:           cmp.Or(cfg.JobTimeout, delivery.JobTimeout),
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,

@@ -80,3 +80,13 @@ func Status(c Code) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// Prefix returns err with "prefix: " before its caller-facing message,
+// keeping its code (e.g. to name which item of a batch was wrong).
+func Prefix(prefix string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Code: e.Code, Message: prefix + ": " + e.Message}
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}

@@ -35,7 +35,7 @@ type deliverWorker struct {
 	s *Service
 }
 
-func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return JobTimeout }
+func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.s.cfg.JobTimeout }
 
 // NextRetry is the profile's schedule: the wait after the job's nth failed
 // send. Snoozes do not count (River does not spend an attempt on them).

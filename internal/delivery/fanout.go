@@ -145,3 +145,9 @@ func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now
 	}
 	return river.InsertManyParams{Args: DeliverArgs{EndpointID: d.EndpointID, EventID: d.EventID}, InsertOpts: opts}
 }
+
+// Fanout runs the fanout of one event now (what the webhook.fanout job
+// does): for tools and tests; running it again enqueues nothing new.
+func (s *Service) Fanout(ctx context.Context, eventID string) error {
+	return (&fanoutWorker{s: s}).Work(ctx, &river.Job[FanoutArgs]{Args: FanoutArgs{EventID: eventID}})
+}

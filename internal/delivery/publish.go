@@ -8,6 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -44,7 +45,7 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 	for i, ev := range evs {
 		if err := ev.Validate(); err != nil {
 			if len(evs) > 1 {
-				return nil, fmt.Errorf("events[%d]: %w", i, err)
+				return nil, apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
 			}
 			return nil, err
 		}

@@ -45,6 +45,9 @@ type Config struct {
 	// Retention is how long finished deliveries and events are kept
 	// (default 30 days).
 	Retention time.Duration
+	// JobTimeout bounds one attempt (default 15 s; the HTTP timeout sits
+	// inside it).
+	JobTimeout time.Duration
 	// UserAgent is sent with every delivery.
 	UserAgent string
 }
@@ -79,6 +82,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 30 * 24 * time.Hour
+	}
+	if cfg.JobTimeout == 0 {
+		cfg.JobTimeout = JobTimeout
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"

@@ -51,6 +51,31 @@ func (o *Op) Call(ctx context.Context, p Principal, in any) (any, error) {
 	return o.call(ctx, p, in)
 }
 
+// TakesOwner reports whether a caller may name the owner the op acts on:
+// every op an owner-bound key may call. Operators must name one for
+// OwnerScoped ops; an owner-bound key may name only its own.
+func (o *Op) TakesOwner() bool { return o.Role != owner.Operator }
+
+// ActAs returns p acting on the owner ownerName names ("" leaves p as is).
+// An operator may name any existing owner; an owner-bound key naming another
+// owner is answered not found, as if that owner did not exist.
+func (s *Service) ActAs(ctx context.Context, p Principal, ownerName string) (Principal, error) {
+	switch {
+	case ownerName == "":
+		return p, nil
+	case p.Role != owner.Operator:
+		if ownerName != p.OwnerID {
+			return Principal{}, apperr.New(apperr.NotFound, "owner %q not found", ownerName)
+		}
+		return p, nil
+	}
+	if _, err := s.DB.Q().GetOwner(ctx, ownerName); err != nil {
+		return Principal{}, err
+	}
+	p.OwnerID = ownerName
+	return p, nil
+}
+
 // define declares an op with typed input and output.
 func define[In, Out any](o Op, h func(ctx context.Context, p Principal, in *In) (*Out, error)) *Op {
 	o.In = reflect.TypeFor[In]()

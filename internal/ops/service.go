@@ -35,6 +35,8 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.webhookOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
+		s.ops = append(s.ops, s.ownerOps()...)
+		s.ops = append(s.ops, s.apiKeyOps()...)
 	}
 	return s.ops
 }

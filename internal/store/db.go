@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
-	_ "modernc.org/sqlite" // the embedded engine
+	"modernc.org/sqlite" // the embedded engine
 )
 
 // Engine names a database engine.
@@ -39,8 +40,9 @@ type Config struct {
 	// Schema, for PostgreSQL, puts hookd's and River's tables in that schema
 	// (created if missing). Tests use one per package.
 	Schema string
-	// MaxConns bounds the PostgreSQL pool (default 20). SQLite always uses one
-	// connection: River's SQLite driver requires it.
+	// MaxConns bounds the PostgreSQL pool: default the URL's pool_max_conns
+	// if it has one, else 20; at least 2. SQLite always uses one connection:
+	// River's SQLite driver requires it.
 	MaxConns int32
 	Log      *slog.Logger
 }
@@ -74,10 +76,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if path == "" {
 		path = "hookd.db"
 	}
-	return openSQLite(path, log)
+	return openSQLite(ctx, path, log)
 }
 
-func openSQLite(path string, log *slog.Logger) (*DB, error) {
+func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
 	// WAL for concurrent readers of the file (e.g. `hookd apikey create`
 	// while serving), immediate transactions so writers queue instead of
 	// failing, foreign keys for cascades.
@@ -89,21 +91,54 @@ func openSQLite(path string, log *slog.Logger) (*DB, error) {
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetMaxIdleConns(1)
 	sqlDB.SetConnMaxLifetime(0)
-	if err := sqlDB.Ping(); err != nil {
+	if err := pingSQLite(ctx, sqlDB); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{sqlDB}}, nil
 }
 
+// urlHasParam reports whether a postgres:// URL sets query parameter name.
+func urlHasParam(rawURL, name string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has(name)
+}
+
+// pingSQLite opens the first connection, which runs the DSN's pragmas.
+// Switching a new file to WAL takes an exclusive lock that SQLite does not
+// wait for (busy_timeout does not apply), so two processes opening a new
+// file at once can get SQLITE_BUSY here: retry that for a few seconds.
+func pingSQLite(ctx context.Context, sqlDB *sql.DB) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := sqlDB.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+const sqliteBusy = 5 // SQLITE_BUSY, the primary code of every busy variant
+
 func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
-	pc.MaxConns = cfg.MaxConns
-	if pc.MaxConns == 0 {
+	switch {
+	case cfg.MaxConns > 0:
+		pc.MaxConns = cfg.MaxConns
+	case !urlHasParam(cfg.URL, "pool_max_conns"):
 		pc.MaxConns = 20
+	}
+	if pc.MaxConns < 2 {
+		return nil, fmt.Errorf("database pool of %d connections: hookd needs at least 2 (migrations hold one for their lock while running on another)", pc.MaxConns)
 	}
 	if cfg.Schema != "" {
 		if !schemaName.MatchString(cfg.Schema) {
@@ -120,12 +155,28 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
 	if cfg.Schema != "" {
-		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+cfg.Schema); err != nil {
+		if err := createSchema(ctx, pool, cfg.Schema); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("create schema %s: %w", cfg.Schema, err)
+			return nil, err
 		}
 	}
 	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, base: pgQuerier{pool}}, nil
+}
+
+// createSchema creates schema if it is missing. IF NOT EXISTS is not safe
+// against a concurrent CREATE (several hookd processes starting on a new
+// database): the loser gets unique_violation on pg_namespace, or
+// duplicate_schema. Either means the schema now exists, which is all we want.
+func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	_, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P06") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	return nil
 }
 
 // Close closes the database. Stop River first.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -22,41 +23,58 @@ var migrationFS embed.FS
 // processes on one PostgreSQL.
 const migrateLockID = 0x686f6f6b64 // "hookd"
 
-// Migrate applies River's and hookd's migrations. It is idempotent, and on
-// PostgreSQL several processes may run it at once: an advisory lock makes
-// them take turns, and each applies only what is missing.
+// Migrate applies River's and hookd's migrations. It is idempotent, and
+// several processes may run it at once on one database: on PostgreSQL an
+// advisory lock makes them take turns, on SQLite one IMMEDIATE transaction
+// (the file's write lock) does; each applies only what is missing.
 func (db *DB) Migrate(ctx context.Context) error {
-	if db.pool != nil {
-		conn, err := db.pool.Acquire(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		defer conn.Release()
-		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockID)); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-		defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID)) //nolint:errcheck // released with the session anyway
-		m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.log})
-		if err != nil {
-			return fmt.Errorf("migrate river: %w", err)
-		}
-		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-			return fmt.Errorf("migrate river: %w", err)
-		}
-	} else {
+	if db.pool == nil {
+		return db.migrateSQLite(ctx)
+	}
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockID)); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID)) //nolint:errcheck // released with the session anyway
+	m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.log})
+	if err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river: %w", err)
+	}
+	return db.migrateHookd(ctx, db.InTx)
+}
+
+// migrateSQLite runs River's and hookd's migrations in one transaction.
+// Open's _txlock=immediate makes BEGIN take the file's write lock, so a
+// second process migrating the same file waits (busy_timeout) and then finds
+// everything applied. Without it both would read "nothing applied yet" and
+// the slower one would fail on "table already exists".
+func (db *DB) migrateSQLite(ctx context.Context) error {
+	return db.InTx(ctx, func(q *Q) error {
 		m, err := rivermigrate.New(riversqlite.New(db.sqlDB), &rivermigrate.Config{Logger: db.log})
 		if err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
-		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		if _, err := m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
-	}
-	return db.migrateHookd(ctx)
+		return db.migrateHookd(ctx, func(_ context.Context, fn func(*Q) error) error { return fn(q) })
+	})
 }
 
-func (db *DB) migrateHookd(ctx context.Context) error {
-	if _, err := db.base.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+// migrateHookd applies hookd's own migrations, each inside inTx.
+func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(*Q) error) error) error {
+	err := inTx(ctx, func(q *Q) error {
+		_, err := q.q.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	files, err := fs.Glob(migrationFS, "migrations/*.sql")
@@ -74,7 +92,7 @@ func (db *DB) migrateHookd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = db.InTx(ctx, func(q *Q) error {
+		err = inTx(ctx, func(q *Q) error {
 			var n int
 			if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 				return err

@@ -19,6 +19,8 @@ type Queue interface {
 	Stop(ctx context.Context) error
 	StopAndCancel(ctx context.Context) error
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	// JobRetry makes a scheduled or retryable job available now.
+	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	// Stopped is closed once the client has fully stopped.
 	Stopped() <-chan struct{}
 	insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)

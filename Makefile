@@ -1,0 +1,33 @@
+# hookd — `make help` lists the targets.
+GO ?= go
+PKGS ?= ./...
+
+.PHONY: help test test-go test-ts build run vet fmt bench fuzz
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+test: vet test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests
+
+test-go: ## Go tests with the race detector
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+test-ts: ## TypeScript SDK tests (node --test)
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test
+
+vet: ## go vet and gofmt check
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+build: ## build bin/hookd
+	$(GO) build -o bin/hookd ./cmd/hookd
+
+run: ## run hookd on hookd.db
+	$(GO) run ./cmd/hookd serve
+
+bench: ## Go benchmarks (hot path, lease)
+	$(GO) test -run '^$$' -bench . -benchmem ./webhook/ ./internal/profile/ ./internal/store/
+
+fuzz: ## a short run of every fuzz target
+	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/
+	$(GO) test -run '^$$' -fuzz FuzzCheckURL -fuzztime 10s ./internal/egress/

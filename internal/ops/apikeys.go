@@ -1,0 +1,76 @@
+package ops
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+// API keys are managed by the owner they belong to (an admin key manages
+// its own owner's keys) or by an operator. An operator naming an owner acts
+// on that owner's keys; naming none, on the operator keys.
+
+type APIKeyList struct {
+	Data []*owner.APIKey `json:"data"`
+}
+
+type CreateAPIKeyIn struct {
+	Role owner.Role `json:"role,omitempty" jsonschema:"admin (default): endpoints, deliveries and event types; publisher: publish only; operator: every owner (operator keys only)"`
+}
+
+type APIKeyRef struct {
+	ID string `json:"id" path:"id" jsonschema:"the key id (key_…)"`
+}
+
+func (s *Service) apiKeyOps() []*Op {
+	const base = "/api/admin/api_keys"
+	return []*Op{
+		define(Op{Name: "api_keys.list", Summary: "List the owner's API keys (an operator naming no owner: the operator keys). Secrets are never listed.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin}, s.listAPIKeys),
+		define(Op{Name: "api_keys.create", Summary: "Create an API key for the owner; its secret is shown in this answer only. Only operators create operator keys.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin}, s.createAPIKey),
+		define(Op{Name: "api_keys.revoke", Summary: "Revoke an API key: its next request is refused.", Method: http.MethodPost, Path: base + "/{id}/revoke", Status: 200, Role: owner.Admin}, s.revokeAPIKey),
+	}
+}
+
+func (s *Service) listAPIKeys(ctx context.Context, p Principal, _ *Empty) (*APIKeyList, error) {
+	ks, err := s.DB.Q().ListAPIKeys(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	if ks == nil {
+		ks = []*owner.APIKey{}
+	}
+	return &APIKeyList{Data: ks}, nil
+}
+
+func (s *Service) createAPIKey(ctx context.Context, p Principal, in *CreateAPIKeyIn) (*NewKey, error) {
+	role, err := owner.ParseRole(string(in.Role))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case role == owner.Operator && p.Role != owner.Operator:
+		return nil, apperr.New(apperr.Forbidden, "only an operator key may create operator keys")
+	case role != owner.Operator && p.OwnerID == "":
+		return nil, apperr.New(apperr.Invalid, "name the owner the %s key is for (header Hookd-Owner, query parameter owner, or MCP argument owner)", role)
+	}
+	return s.CreateKey(ctx, p.OwnerID, role)
+}
+
+func (s *Service) revokeAPIKey(ctx context.Context, p Principal, in *APIKeyRef) (*owner.APIKey, error) {
+	q := s.DB.Q()
+	if err := q.RevokeAPIKey(ctx, p.OwnerID, in.ID, s.now().UnixMicro()); err != nil {
+		return nil, err
+	}
+	ks, err := q.ListAPIKeys(ctx, p.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		if k.ID == in.ID {
+			return k, nil
+		}
+	}
+	return nil, apperr.New(apperr.NotFound, "API key %q not found", in.ID)
+}

@@ -1,0 +1,299 @@
+package hookd_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/store"
+)
+
+func (b *bundle) job(id int64) *rivertype.JobRow {
+	b.t.Helper()
+	j, err := b.h.Queue.JobGet(context.Background(), id)
+	if err != nil {
+		b.t.Fatalf("job %d: %v", id, err)
+	}
+	return j
+}
+
+// waitJob polls a River job until cond holds.
+func (b *bundle) waitJob(id int64, cond func(*rivertype.JobRow) bool) *rivertype.JobRow {
+	b.t.Helper()
+	deadline := time.Now().Add(wait)
+	var j *rivertype.JobRow
+	for time.Now().Before(deadline) {
+		j = b.job(id)
+		if cond(j) {
+			return j
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.t.Fatalf("job %d stuck in %s (attempt %d)", id, j.State, j.Attempt)
+	return nil
+}
+
+// retryNow makes a waiting job available at once instead of waiting out
+// its backoff (the schedule itself is asserted from scheduled_at).
+func (b *bundle) retryNow(id int64) {
+	b.t.Helper()
+	if _, err := b.h.Queue.JobRetry(context.Background(), id); err != nil {
+		b.t.Fatalf("retry job %d: %v", id, err)
+	}
+}
+
+// waitingRetry: the job failed and waits for its backoff. River marks a
+// retry due within a few seconds "available" with a future scheduled_at,
+// a later one "retryable".
+func waitingRetry(j *rivertype.JobRow) bool {
+	return (j.State == rivertype.JobStateRetryable || j.State == rivertype.JobStateAvailable) && j.ScheduledAt.After(time.Now()) && len(j.Errors) > 0
+}
+
+func status(code int, header ...string) func(*http.Request, int) (int, http.Header) {
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	return func(*http.Request, int) (int, http.Header) { return code, h }
+}
+
+func near(t *testing.T, what string, got, want time.Time, tol time.Duration) {
+	t.Helper()
+	if d := got.Sub(want); d < -tol || d > tol {
+		t.Fatalf("%s = %s, want %s (±%s); off by %s", what, got, want, tol, d)
+	}
+}
+
+// TestOutcomeTable walks every row of seed 000's delivery outcomes.
+func TestOutcomeTable(t *testing.T) {
+	t.Parallel()
+	type row struct {
+		name    string
+		respond func(*http.Request, int) (int, http.Header)
+		verdict string // retry | snooze | discard
+		snooze  time.Duration
+	}
+	rows := []row{
+		{"500", status(500), "retry", 0},
+		{"502", status(502), "retry", 0},
+		{"503 without Retry-After", status(503), "retry", 0},
+		{"408", status(408), "retry", 0},
+		{"429 without Retry-After", status(429), "retry", 0},
+		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", 120 * time.Second},
+		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", 30 * time.Second},
+		{"400", status(400), "discard", 0},
+		{"404", status(404), "discard", 0},
+		{"410", status(410), "discard", 0},
+		{"timeout", func(r *http.Request, _ int) (int, http.Header) {
+			select { // hold until hookd gives up
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return 200, nil
+		}, "retry", 0},
+	}
+	for _, rw := range rows {
+		t.Run(rw.name, func(t *testing.T) {
+			t.Parallel()
+			forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+				b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+				rc := newReceiver(t)
+				rc.setRespond(rw.respond)
+				b.registerType("row.test")
+				ep := b.endpoint(rc.URL, "row.test")
+				id := b.publish("row.test", `{}`)
+				first := rc.waitFor(t, 1, wait)[0]
+				at := time.Now()
+				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+				// Any non-success sets failing_since (410 and 429 too).
+				if e := b.getEndpoint(ep.ID); e.FailingSince == nil || e.State != "failing" {
+					t.Fatalf("endpoint after %s: %+v", rw.name, e)
+				}
+				if d.LastError == "" {
+					t.Fatalf("no last_error recorded: %+v", d)
+				}
+				switch rw.verdict {
+				case "retry":
+					j := b.waitJob(d.JobID, waitingRetry)
+					if j.Attempt != 1 || d.State != "pending" {
+						t.Fatalf("retry: job attempt %d, delivery %+v", j.Attempt, d)
+					}
+					near(t, "retry at", j.ScheduledAt, at.Add(5*time.Second), 2*time.Second)
+					// The retry carries the same id and body; signature fresh.
+					rc.setRespond(status(200))
+					b.retryNow(d.JobID)
+					second := rc.waitFor(t, 2, wait)[1]
+					if second.Header.Get("webhook-id") != first.Header.Get("webhook-id") || string(second.Body) != string(first.Body) {
+						t.Fatal("retry changed the webhook-id or the body")
+					}
+					verify(t, ep.Secret, second)
+					d = b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+					if d.Attempts != 2 {
+						t.Fatalf("delivered after %d attempts, want 2", d.Attempts)
+					}
+					// A success clears failing_since.
+					if e := b.getEndpoint(ep.ID); e.FailingSince != nil || e.State != "enabled" {
+						t.Fatalf("endpoint after success: %+v", e)
+					}
+				case "snooze":
+					j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
+					if j.Attempt != 0 {
+						t.Fatalf("snooze spent an attempt: job attempt %d", j.Attempt)
+					}
+					near(t, "snoozed until", j.ScheduledAt, at.Add(rw.snooze), 2*time.Second)
+					if d.State != "pending" || d.NextAttemptAt == nil {
+						t.Fatalf("snoozed delivery %+v", d)
+					}
+				case "discard":
+					j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
+					if j.State != rivertype.JobStateCancelled || d.State != "failed" {
+						t.Fatalf("discard: job %s, delivery %+v", j.State, d)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestConnectionFailureRetries(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // nothing listens there now
+		b.registerType("conn.fail")
+		ep := b.endpoint("http://"+addr+"/hook", "conn.fail")
+		id := b.publish("conn.fail", `{}`)
+		d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+		if !strings.Contains(d.LastError, "connection") || d.State != "pending" {
+			t.Fatalf("delivery %+v", d)
+		}
+		b.waitJob(d.JobID, waitingRetry)
+	})
+}
+
+// TestDiscardedBeforeSending covers the outcomes decided without a
+// successful request: egress blocked, endpoint disabled or deleted, event
+// pruned. Each starts from a delivery waiting for its retry.
+func TestDiscardedBeforeSending(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		act    func(b *bundle, epID, eventID string)
+		reason string // "" : the delivery is gone with its endpoint
+	}{
+		{"egress blocked", func(b *bundle, epID, _ string) {
+			// Point the endpoint at an address the guard refuses.
+			err := b.h.DB.InTx(context.Background(), func(q *store.Q) error {
+				e, err := q.GetEndpoint(context.Background(), "acme", epID)
+				if err != nil {
+					return err
+				}
+				e.URL = "http://127.0.0.2:9/hook"
+				return q.UpdateEndpoint(context.Background(), e)
+			})
+			if err != nil {
+				b.t.Fatal(err)
+			}
+		}, "egress blocked"},
+		{"endpoint disabled", func(b *bundle, epID, _ string) {
+			b.must(200, "PATCH", "/api/admin/webhooks/"+epID, map[string]any{"enabled": false}, nil)
+		}, "endpoint disabled"},
+		{"event pruned", func(b *bundle, _, _ string) {
+			b.clock.Advance(31 * 24 * time.Hour)
+			if _, _, err := b.h.Engine.Prune(context.Background()); err != nil {
+				b.t.Fatal(err)
+			}
+		}, "event pruned"},
+		{"endpoint deleted", func(b *bundle, epID, _ string) {
+			b.must(204, "DELETE", "/api/admin/webhooks/"+epID, nil, nil)
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+				b := setup(t, eng)
+				rc := newReceiver(t)
+				rc.setRespond(status(500))
+				b.registerType("later.fail")
+				ep := b.endpoint(rc.URL, "later.fail")
+				id := b.publish("later.fail", `{}`)
+				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+				b.waitJob(d.JobID, waitingRetry)
+				c.act(b, ep.ID, id)
+				rc.setRespond(status(200))
+				b.retryNow(d.JobID)
+				j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
+				if j.State != rivertype.JobStateCancelled {
+					t.Fatalf("job ended %s, want cancelled (discarded at once)", j.State)
+				}
+				if n := len(rc.receipts()); n != 1 {
+					t.Fatalf("receiver got %d requests, want only the first", n)
+				}
+				if c.reason == "" {
+					return
+				}
+				got := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "failed" })
+				if !strings.Contains(got.LastError, c.reason) {
+					t.Fatalf("last_error %q, want it to say %q", got.LastError, c.reason)
+				}
+			})
+		})
+	}
+}
+
+func TestAttemptsExhausted(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		rc := newReceiver(t)
+		rc.setRespond(status(500))
+		b.registerType("always.fails")
+		ep := b.endpoint(rc.URL, "always.fails")
+		id := b.publish("always.fails", `{}`)
+		for n := 1; n <= 18; n++ {
+			d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == n })
+			j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return waitingRetry(j) || j.FinalizedAt != nil })
+			if n < 18 {
+				if j.FinalizedAt != nil {
+					t.Fatalf("after attempt %d job is %s", n, j.State)
+				}
+				b.retryNow(d.JobID)
+				continue
+			}
+			if j.State != rivertype.JobStateDiscarded || d.State != "failed" || !strings.Contains(d.LastError, "attempts exhausted") {
+				t.Fatalf("after 18 attempts: job %s, delivery %+v", j.State, d)
+			}
+		}
+		got := rc.receipts()
+		if len(got) != 18 {
+			t.Fatalf("%d requests, want 18", len(got))
+		}
+		for _, r := range got {
+			if r.Header.Get("webhook-id") != id {
+				t.Fatal("webhook-id changed across retries")
+			}
+		}
+		// Redeliver brings the discarded delivery back with a fresh budget.
+		rc.setRespond(status(200))
+		var red struct{ Redelivered int }
+		b.must(202, "POST", "/api/admin/webhooks/"+ep.ID+"/redeliver", nil, &red)
+		if red.Redelivered != 1 {
+			t.Fatalf("redelivered %d, want 1", red.Redelivered)
+		}
+		rc.waitFor(t, 19, wait)
+		b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+	})
+}

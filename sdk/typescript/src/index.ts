@@ -1,0 +1,49 @@
+import { signKwork, verifyKwork, verifyKworkSignature } from './kwork.js';
+import { signStandard, verifyStandard, verifyStandardSignature } from './standard.js';
+
+export {
+  WEBHOOK_ERROR_CODES,
+  InvalidBodyError,
+  MalformedHeaderError,
+  MissingHeaderError,
+  NoMatchingSignatureError,
+  TimestampTooNewError,
+  TimestampTooOldError,
+  WebhookVerificationError,
+  type WebhookErrorCode,
+} from './errors.js';
+export type { RawBody } from './body.js';
+export type { Clock } from './time.js';
+export type { HeaderValue, HeadersLike, WebhookHeaders } from './headers.js';
+export {
+  KWORK_SIGNATURE_HEADER,
+  parseKworkSignatureHeader,
+  signKwork,
+  verifyKwork,
+  verifyKworkSignature,
+  type KworkEvent,
+  type KworkSignatureHeader,
+  type KworkVerifiedMessage,
+  type KworkVerifyOptions,
+} from './kwork.js';
+export {
+  signStandard,
+  verifyStandard,
+  verifyStandardSignature,
+  type StandardEvent,
+  type StandardVerifiedMessage,
+  type StandardVerifyOptions,
+} from './standard.js';
+
+/**
+ * The verifier as documented: `webhooks.verify` (kwork scheme) and
+ * `webhooks.verifyStandard` (Standard Webhooks), plus the signing helpers.
+ */
+export const webhooks = Object.freeze({
+  verify: verifyKwork,
+  verifySignature: verifyKworkSignature,
+  verifyStandard,
+  verifyStandardSignature,
+  signKwork,
+  signStandard,
+});

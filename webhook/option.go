@@ -1,0 +1,68 @@
+package webhook
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// DefaultTolerance is how far a signed timestamp may be from the verifier's
+// clock, in either direction, when no WithTolerance option is given.
+const DefaultTolerance = 300 * time.Second
+
+// A VerifierOption configures a Verifier or a KworkVerifier.
+type VerifierOption func(*verifierConfig)
+
+type verifierConfig struct {
+	tolerance time.Duration
+	now       func() time.Time
+}
+
+// WithTolerance sets how far the signed timestamp may be from now (default
+// 300 s). A timestamp exactly tolerance away is still accepted.
+func WithTolerance(d time.Duration) VerifierOption {
+	return func(c *verifierConfig) { c.tolerance = d }
+}
+
+// WithClock replaces time.Now, for tests and replaying captured requests.
+func WithClock(now func() time.Time) VerifierOption {
+	return func(c *verifierConfig) { c.now = now }
+}
+
+func newVerifierConfig(opts []VerifierOption) (verifierConfig, error) {
+	cfg := verifierConfig{tolerance: DefaultTolerance, now: time.Now}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.tolerance < 0 {
+		return verifierConfig{}, fmt.Errorf("webhook: negative tolerance %s", cfg.tolerance)
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	return cfg, nil
+}
+
+// maxUnixSeconds is the largest Unix time time.Unix represents without
+// overflowing its internal seconds (which start in year 1).
+const maxUnixSeconds = math.MaxInt64 - 62135596800
+
+// checkTimestamp rejects ts when now-ts > tolerance (too old) or
+// ts-now > tolerance (too new). A negative tolerance rejects everything.
+func checkTimestamp(ts int64, now time.Time, tolerance time.Duration) error {
+	if tolerance < 0 {
+		return fmt.Errorf("webhook: negative tolerance %s", tolerance)
+	}
+	if ts > maxUnixSeconds {
+		return fmt.Errorf("%w: timestamp %d is beyond year 292277026596", ErrTimestampTooNew, ts)
+	}
+	// Time.Sub saturates instead of overflowing, so age is safe for any ts.
+	age := now.Sub(time.Unix(ts, 0))
+	switch {
+	case age > tolerance:
+		return fmt.Errorf("%w: signed %s ago, tolerance %s", ErrTimestampTooOld, age, tolerance)
+	case age < -tolerance:
+		return fmt.Errorf("%w: signed %s in the future, tolerance %s", ErrTimestampTooNew, -age, tolerance)
+	}
+	return nil
+}
