@@ -319,3 +319,5 @@ func forEngine(t *testing.T, f func(t *testing.T, eng dbtest.Engine)) {
 		})
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -23,6 +23,8 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/httpapi"
+	"github.com/hookd/hookd/internal/mcpserver"
+	"github.com/hookd/hookd/internal/openapi"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
@@ -139,11 +141,32 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		return nil, err
 	}
 	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
-	return &Hookd{
+	h := &Hookd{
 		DB: db, Engine: engine, Ops: opsSvc, Queue: queue,
 		API: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Extra: map[string]http.Handler{}},
 		log: cfg.Log, work: cfg.Work,
-	}, nil
+	}
+	if err := h.mountProjections(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// mountProjections mounts the ops' other projections beside REST: the MCP
+// tools over streamable HTTP at /mcp (same bearer keys) and the OpenAPI
+// document at GET /openapi.json.
+func (h *Hookd) mountProjections() error {
+	tools, err := mcpserver.New(mcpserver.Config{Ops: h.Ops, Log: h.log})
+	if err != nil {
+		return err
+	}
+	doc, err := openapi.Handler(h.Ops.Ops(), openapi.DefaultInfo)
+	if err != nil {
+		return err
+	}
+	h.API.Extra["/mcp"] = tools.Handler(h.API.Authenticate)
+	h.API.Extra["GET /openapi.json"] = doc
+	return nil
 }
 
 func riverConfig(cfg Config, engine *delivery.Service) *river.Config {
@@ -205,11 +228,13 @@ func loadCatalog(ctx context.Context, db *store.DB, profiles *profile.Registry, 
 }
 
 // Start runs River (the workers, when Config.Work). It returns at once.
+// Cancelling ctx later does not stop the workers (River would hard-stop on
+// it, cancelling in-flight deliveries); call Stop for a graceful stop.
 func (h *Hookd) Start(ctx context.Context) error {
 	if !h.work {
 		return nil
 	}
-	return h.Queue.Start(ctx)
+	return h.Queue.Start(context.WithoutCancel(ctx))
 }
 
 // Stop stops fetching new jobs and waits for in-flight deliveries until ctx

@@ -81,8 +81,8 @@ func verifyKwork(s *KworkSigner, body []byte, sigHeader string, now time.Time, t
 	if err != nil {
 		return fmt.Errorf("%w: %s t=%s is not a Unix time in seconds", ErrMalformedHeader, HeaderKworkSignature, quoteShort(sig.t))
 	}
-	if err := checkTimestamp(ts, now, tolerance); err != nil {
-		return fmt.Errorf("%s: %w", HeaderKworkSignature, err)
+	if err := checkTimestamp(HeaderKworkSignature+" t", ts, now, tolerance); err != nil {
+		return err
 	}
 	var buf [64]byte
 	want := s.appendHex(buf[:0], []byte(sig.t), body)

@@ -47,22 +47,27 @@ func newVerifierConfig(opts []VerifierOption) (verifierConfig, error) {
 // overflowing its internal seconds (which start in year 1).
 const maxUnixSeconds = math.MaxInt64 - 62135596800
 
-// checkTimestamp rejects ts when now-ts > tolerance (too old) or
-// ts-now > tolerance (too new). A negative tolerance rejects everything.
-func checkTimestamp(ts int64, now time.Time, tolerance time.Duration) error {
+// checkTimestamp rejects ts, the value of header, when now-ts > tolerance
+// (too old) or ts-now > tolerance (too new). A negative tolerance rejects
+// everything.
+func checkTimestamp(header string, ts int64, now time.Time, tolerance time.Duration) error {
 	if tolerance < 0 {
 		return fmt.Errorf("webhook: negative tolerance %s", tolerance)
 	}
 	if ts > maxUnixSeconds {
-		return fmt.Errorf("%w: timestamp %d is beyond year 292277026596", ErrTimestampTooNew, ts)
+		return fmt.Errorf("%w: %s %d is beyond year 292277026596", ErrTimestampTooNew, header, ts)
 	}
 	// Time.Sub saturates instead of overflowing, so age is safe for any ts.
 	age := now.Sub(time.Unix(ts, 0))
 	switch {
 	case age > tolerance:
-		return fmt.Errorf("%w: signed %s ago, tolerance %s", ErrTimestampTooOld, age, tolerance)
+		return fmt.Errorf("%w: %s is %s old, tolerance %s", ErrTimestampTooOld, header, age, tolerance)
 	case age < -tolerance:
-		return fmt.Errorf("%w: signed %s in the future, tolerance %s", ErrTimestampTooNew, -age, tolerance)
+		ahead := -age
+		if ahead < 0 { // -math.MinInt64
+			ahead = math.MaxInt64
+		}
+		return fmt.Errorf("%w: %s is %s in the future, tolerance %s", ErrTimestampTooNew, header, ahead, tolerance)
 	}
 	return nil
 }

@@ -70,8 +70,8 @@ func verifyStandard(s *Signer, msgID, timestamp, sigHeader string, body []byte, 
 	if err != nil {
 		return fmt.Errorf("%w: %s %s is not a Unix time in seconds", ErrMalformedHeader, HeaderTimestamp, quoteShort(timestamp))
 	}
-	if err := checkTimestamp(ts, now, tolerance); err != nil {
-		return fmt.Errorf("%s: %w", HeaderTimestamp, err)
+	if err := checkTimestamp(HeaderTimestamp, ts, now, tolerance); err != nil {
+		return err
 	}
 	if !s.matches(sigHeader, msgID, ts, body) {
 		return fmt.Errorf("%w: %s has no v1 entry made with this secret", ErrNoMatchingSignature, HeaderSignature)

@@ -6,6 +6,7 @@
 //	hookd owner      create owners
 //	hookd listen     a local receiver that verifies and prints deliveries
 //	hookd verify     verify one delivery from stdin
+//	hookd mcp        serve the ops as MCP tools over stdio
 package main
 
 import (
@@ -28,6 +29,7 @@ commands:
   owner     create owners
   listen    run a local receiver that verifies and prints deliveries
   verify    verify one delivery (body on stdin)
+  mcp       serve every operation as an MCP tool over stdio
 
 Run 'hookd <command> -h' for a command's flags.
 `
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = ownerCmd(ctx, rest, stdout, stderr)
 	case "listen":
 		err = receiver.Listen(ctx, rest, stdout, stderr)
+	case "mcp":
+		err = mcpCmd(ctx, rest, stdin, stdout, stderr)
 	case "verify":
 		return receiver.Verify(rest, stdin, stdout, stderr)
 	case "help", "-h", "--help":

@@ -27,6 +27,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 100, "deliveries in flight at once in this process")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
 	rescue := fs.Duration("rescue-after", time.Minute, "hand a dead process's running deliveries to another after this long (> 15s)")
+	leaseFor := fs.Duration("lease-for", 20*time.Second, "how long a dead process's endpoint lease blocks others (> the job timeout)")
+	jobTimeout := fs.Duration("job-timeout", 15*time.Second, "bound on one delivery attempt")
+	httpTimeout := fs.Duration("http-timeout", 10*time.Second, "HTTP timeout of one delivery (inside the job timeout)")
 	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", "standard"), "profile of owners created implicitly")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -56,6 +59,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Workers = *workers
 	cfg.RescueStuckJobsAfter = *rescue
 	cfg.DefaultProfile = *profileName
+	cfg.LeaseFor, cfg.JobTimeout, cfg.HTTPTimeout = *leaseFor, *jobTimeout, *httpTimeout
+	if *httpTimeout >= *jobTimeout || *jobTimeout >= *leaseFor || *jobTimeout >= *rescue {
+		return fmt.Errorf("timeouts must nest: --http-timeout (%s) < --job-timeout (%s) < --lease-for (%s) and --rescue-after (%s)", *httpTimeout, *jobTimeout, *leaseFor, *rescue)
+	}
 
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {

@@ -159,6 +159,10 @@ func (s *Service) settle(ctx context.Context, job *river.Job[DeliverArgs], ep *e
 		rec.State = endpoint.Failed
 		ret = river.JobCancel(errors.New(out.Error))
 	}
+	// Once the receiver answered, record it even if the job is being
+	// cancelled (a hard stop): otherwise a delivered event would be sent again.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	err := s.db.InTx(ctx, func(q *store.Q) error {
 		if err := q.RecordAttempt(ctx, rec); err != nil {
 			return err

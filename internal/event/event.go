@@ -4,6 +4,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"time"
@@ -94,6 +95,9 @@ func (e *Event) Validate() error {
 	}
 	if !json.Valid(e.Data) {
 		return apperr.New(apperr.Invalid, "data is not valid JSON")
+	}
+	if t := bytes.TrimLeft(e.Data, " \t\r\n"); t[0] != '{' {
+		return apperr.New(apperr.Invalid, "data must be a JSON object, e.g. {\"invoice_id\": \"inv_1\"}")
 	}
 	if len(e.IdempotencyKey) > 255 {
 		return apperr.New(apperr.Invalid, "Idempotency-Key is %d bytes; at most 255", len(e.IdempotencyKey))

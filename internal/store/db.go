@@ -304,3 +304,10 @@ func FromPool(pool *pgxpool.Pool, schema string, log *slog.Logger) *DB {
 	}
 	return &DB{Engine: Postgres, schema: schema, log: log, pool: pool, base: pgQuerier{pool}}
 }
+
+// Count runs a SELECT count(*) query (for tests and diagnostics).
+func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := db.base.queryRow(ctx, query, args...).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hookd/hookd/internal/mcpserver"
+	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+// mcpCmd serves every op as an MCP tool over stdio (stdin/stdout carry the
+// protocol; logs go to stderr). With --key the tools act as that key, checked
+// again on every call; without one, as an operator of the database opened
+// (whoever can open the database can change it anyway).
+func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f dbFlags
+	f.register(fs)
+	key := fs.String("key", os.Getenv("HOOKD_API_KEY"), "API key the tools act with (env HOOKD_API_KEY); default: operator on the database opened")
+	ownerName := fs.String("owner", "", "the owner an operator acts on when a tool call names none")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	app, err := openOps(ctx, &f, stderr)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	srv, err := mcpserver.New(mcpserver.Config{Ops: app.Ops, Log: app.API.Log})
+	if err != nil {
+		return err
+	}
+	caller := func(ctx context.Context) (ops.Principal, error) {
+		if *key == "" {
+			return app.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator}, *ownerName)
+		}
+		return app.API.Authenticate(ctx, "Bearer "+*key, *ownerName)
+	}
+	if _, err := caller(ctx); err != nil {
+		return fmt.Errorf("--key/--owner: %w", err)
+	}
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil // the client left, or SIGINT
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

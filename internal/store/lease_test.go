@@ -1,0 +1,241 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/store"
+)
+
+func TestLease(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		other := mkEndpoint(t, db, "acme", 1)
+		now, until := ts(t0), ts(t0.Add(20*time.Second))
+
+		take := func(holder, now int64) (int, bool) {
+			t.Helper()
+			slot, ok, err := q.TakeLease(ctx, ep.ID, holder, now, until)
+			must(t, err)
+			return slot, ok
+		}
+		if slot, ok := take(1, now); !ok || slot != 0 {
+			t.Fatalf("first take = slot %d ok %v, want slot 0", slot, ok)
+		}
+		if _, ok := take(2, now+1); ok {
+			t.Fatal("a second holder took a busy lease")
+		}
+		if _, ok := take(1, now+1); ok {
+			t.Fatal("the holder took its own busy lease twice")
+		}
+		// Another endpoint's lease is independent.
+		if _, ok, err := q.TakeLease(ctx, other.ID, 2, now, until); err != nil || !ok {
+			t.Fatalf("other endpoint: ok %v err %v", ok, err)
+		}
+
+		// Release checks the holder: someone else's release frees nothing.
+		must(t, q.ReleaseLease(ctx, ep.ID, 0, 2))
+		if _, ok := take(3, now+2); ok {
+			t.Fatal("a non-holder's release freed the lease")
+		}
+		must(t, q.ReleaseLease(ctx, ep.ID, 0, 1))
+		if _, ok := take(3, now+3); !ok {
+			t.Fatal("lease not free after its holder released it")
+		}
+
+		// Expiry: a lease past busy_until is taken by another holder (its
+		// holder died), and the late holder's release does not free it.
+		if _, ok := take(4, until-1); ok {
+			t.Fatal("taken one microsecond before it expired")
+		}
+		slot, ok, err := q.TakeLease(ctx, ep.ID, 4, until, until+20e6)
+		must(t, err)
+		if !ok || slot != 0 {
+			t.Fatalf("expired lease: slot %d ok %v, want taken", slot, ok)
+		}
+		must(t, q.ReleaseLease(ctx, ep.ID, 0, 3)) // the dead holder comes back late
+		if _, ok := take(5, until+1); ok {
+			t.Fatal("the expired holder's release freed the new holder's lease")
+		}
+	})
+}
+
+func TestLeaseSlots(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 3)
+		now, until := ts(t0), ts(t0.Add(time.Minute))
+		for i := range 3 {
+			slot, ok, err := q.TakeLease(ctx, ep.ID, int64(10+i), now, until)
+			must(t, err)
+			if !ok || slot != i {
+				t.Fatalf("take %d: slot %d ok %v, want slot %d", i, slot, ok, i)
+			}
+		}
+		if _, ok, err := q.TakeLease(ctx, ep.ID, 13, now, until); err != nil || ok {
+			t.Fatalf("a 4th take of 3 slots: ok %v err %v", ok, err)
+		}
+		must(t, q.ReleaseLease(ctx, ep.ID, 1, 11))
+		slot, ok, err := q.TakeLease(ctx, ep.ID, 14, now, until)
+		must(t, err)
+		if !ok || slot != 1 {
+			t.Fatalf("after releasing slot 1: slot %d ok %v", slot, ok)
+		}
+	})
+}
+
+// TestLeaseConcurrentTakers: N takers race for one free slot at the same
+// instant, round after round. On PostgreSQL each taker runs on its own pool
+// connection (the store's non-transactional queries acquire one each), so
+// the row lock, not the client, decides: exactly one wins every round.
+func TestLeaseConcurrentTakers(t *testing.T) {
+	t.Parallel()
+	const takers, rounds = 8, 25
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		if p := db.Pool(); p != nil {
+			// Hold every taker's connection open before the race, so no
+			// taker waits on the pool rather than on the row.
+			conns := make([]*pgxpool.Conn, takers)
+			for i := range conns {
+				c, err := p.Acquire(ctx)
+				must(t, err)
+				conns[i] = c
+			}
+			for _, c := range conns {
+				c.Release()
+			}
+			if n := p.Stat().TotalConns(); n < takers {
+				t.Fatalf("pool has %d connections, want at least %d", n, takers)
+			}
+		}
+		for round := range rounds {
+			now := ts(t0.Add(time.Duration(round) * time.Minute))
+			until := now + time.Minute.Microseconds()/2
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			type take struct {
+				holder int64
+				slot   int
+				ok     bool
+				err    error
+			}
+			res := make([]take, takers)
+			for i := range takers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					h := int64(round*takers + i + 1)
+					slot, ok, err := db.Q().TakeLease(ctx, ep.ID, h, now, until)
+					res[i] = take{h, slot, ok, err}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			var winners []take
+			for _, r := range res {
+				if r.err != nil {
+					t.Fatalf("round %d: TakeLease: %v", round, r.err)
+				}
+				if r.ok {
+					winners = append(winners, r)
+				}
+			}
+			if len(winners) != 1 {
+				t.Fatalf("round %d: %d takers won one slot, want exactly 1", round, len(winners))
+			}
+			must(t, db.Q().ReleaseLease(ctx, ep.ID, winners[0].slot, winners[0].holder))
+		}
+	})
+}
+
+// TestLeaseConcurrentSlots: with several slots, concurrent takers never
+// share one (a taker may see "busy" while a slot is free: it snoozes, which
+// is safe).
+func TestLeaseConcurrentSlots(t *testing.T) {
+	t.Parallel()
+	const takers, slots, rounds = 8, 3, 20
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", slots)
+		for round := range rounds {
+			now := ts(t0.Add(time.Duration(round) * time.Minute))
+			var mu sync.Mutex
+			bySlot := map[int][]int64{}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range takers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					h := int64(round*takers + i + 1)
+					slot, ok, err := db.Q().TakeLease(ctx, ep.ID, h, now, now+30e6)
+					if err != nil {
+						t.Errorf("TakeLease: %v", err)
+						return
+					}
+					if ok {
+						mu.Lock()
+						bySlot[slot] = append(bySlot[slot], h)
+						mu.Unlock()
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if len(bySlot) == 0 {
+				t.Fatalf("round %d: no taker won any of %d free slots", round, slots)
+			}
+			for slot, holders := range bySlot {
+				if len(holders) != 1 || slot < 0 || slot >= slots {
+					t.Fatalf("round %d: slot %d taken by %v", round, slot, holders)
+				}
+				must(t, db.Q().ReleaseLease(ctx, ep.ID, slot, holders[0]))
+			}
+		}
+	})
+}
+
+// BenchmarkLease: take + release of one endpoint's lease, the two queries
+// every standard-profile delivery adds.
+func BenchmarkLease(b *testing.B) {
+	for _, e := range dbtest.Engines() {
+		b.Run(e.Name, func(b *testing.B) {
+			db := dbtest.Open(b, e.Config(b))
+			mkOwner(b, db, "acme")
+			ep := mkEndpoint(b, db, "acme", 1)
+			ctx := context.Background()
+			q := db.Q()
+			b.ReportAllocs()
+			now := time.Now().UnixMicro()
+			var holder int64
+			for b.Loop() {
+				holder++
+				slot, ok, err := q.TakeLease(ctx, ep.ID, holder, now, now+20e6)
+				if err != nil || !ok {
+					b.Fatalf("take: ok %v err %v", ok, err)
+				}
+				if err := q.ReleaseLease(ctx, ep.ID, slot, holder); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
