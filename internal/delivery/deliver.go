@@ -65,6 +65,13 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
+	// River is at-least-once: a job whose completion had not reached the
+	// database when its process died (or that the rescuer took from a slow
+	// process) runs again. hookd's own record says whether it was settled.
+	if d.State != endpoint.Pending || (d.JobID != 0 && d.JobID != job.ID) {
+		s.log.Debug("delivery already settled; not sending again", "delivery", d.ID, "state", d.State, "job", job.ID)
+		return nil
+	}
 	ep, err := q.GetEndpoint(ctx, "", a.EndpointID)
 	if apperr.IsNotFound(err) {
 		return river.JobCancel(errors.New("endpoint deleted"))
