@@ -7,6 +7,7 @@
 //	hookd listen     a local receiver that verifies and prints deliveries
 //	hookd verify     verify one delivery from stdin
 //	hookd mcp        serve the ops as MCP tools over stdio
+//	hookd bench      measure throughput, latency and memory end to end
 package main
 
 import (
@@ -30,6 +31,7 @@ commands:
   listen    run a local receiver that verifies and prints deliveries
   verify    verify one delivery (body on stdin)
   mcp       serve every operation as an MCP tool over stdio
+  bench     measure hookd end to end on a fresh database (docs/performance.md)
 
 Run 'hookd <command> -h' for a command's flags.
 `
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = receiver.Listen(ctx, rest, stdout, stderr)
 	case "mcp":
 		err = mcpCmd(ctx, rest, stdin, stdout, stderr)
+	case "bench":
+		err = benchCmd(ctx, rest, stdout, stderr)
 	case "verify":
 		return receiver.Verify(rest, stdin, stdout, stderr)
 	case "help", "-h", "--help":

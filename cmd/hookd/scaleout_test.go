@@ -30,8 +30,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/webhook"
 )
+
+// scaleHeavy makes the tests that run several hookd processes flat out take
+// turns: together (race-instrumented) they would starve each other of CPU
+// on a small CI machine. The light tests still run beside them.
+var scaleHeavy sync.Mutex
 
 const (
 	scaleEndpoints = 5
@@ -51,6 +57,8 @@ func TestScaleOut(t *testing.T) {
 		t.Skip("multi-process scale-out test skipped with -short")
 	}
 	t.Parallel()
+	scaleHeavy.Lock()
+	defer scaleHeavy.Unlock()
 	c := newScaleCluster(t)
 	began := time.Now()
 	api := c.start(t, "api", "--role", "api", "--addr", "127.0.0.1:0")
@@ -96,6 +104,8 @@ func TestScaleOutPostgresRestart(t *testing.T) {
 		t.Skip("multi-process scale-out test skipped with -short")
 	}
 	t.Parallel()
+	scaleHeavy.Lock()
+	defer scaleHeavy.Unlock()
 	c := newScaleCluster(t)
 	api := c.start(t, "api", "--role", "api", "--addr", "127.0.0.1:0")
 	workers := []*scaleProc{
@@ -107,8 +117,9 @@ func TestScaleOutPostgresRestart(t *testing.T) {
 	client := c.client(t, api)
 	rcv.register(t, client, scaleEndpoints)
 
+	const events = scaleEvents / 2
 	start := time.Now()
-	half := scaleEvents / 2
+	half := events / 2
 	client.publish(t, 0, half)
 	rcv.waitFor(t, half*scaleEndpoints/4, scaleDeadline, all)
 	n := c.terminateBackends(t)
@@ -118,18 +129,85 @@ func TestScaleOutPostgresRestart(t *testing.T) {
 	t.Logf("terminated %d PostgreSQL backends of hookd after %v, %d pairs delivered", n, time.Since(start).Round(time.Millisecond), rcv.snapshot().unique)
 
 	// The API's pooled connections are dead: publishing must still work.
-	client.publish(t, half, scaleEvents)
+	client.publish(t, half, events)
 	rcv.waitFor(t, half*scaleEndpoints+half*scaleEndpoints/4, scaleDeadline-time.Since(start), all)
 	n = c.terminateBackends(t)
 	t.Logf("terminated %d backends again after %v, %d pairs delivered", n, time.Since(start).Round(time.Millisecond), rcv.snapshot().unique)
 
-	rcv.waitFor(t, scaleEvents*scaleEndpoints, scaleDeadline-time.Since(start), all)
+	rcv.waitFor(t, events*scaleEndpoints, scaleDeadline-time.Since(start), all)
 	s := rcv.snapshot()
 	t.Logf("all %d pairs delivered in %v; %d requests, %d duplicates", s.unique, time.Since(start).Round(time.Millisecond), s.requests, s.requests-s.unique)
 	// A delivery whose settle failed on a dead connection is sent again:
 	// at most one in flight per endpoint, per termination.
-	rcv.check(t, scaleEvents, 2*scaleEndpoints)
+	rcv.check(t, events, 2*scaleEndpoints)
 	c.stopAll(t)
+}
+
+// TestScaleOutLostCompletion: River records job completions in batches
+// (every 50–250 ms). A worker killed after hookd recorded a delivery as
+// delivered, but before River flushed that job's completion, leaves the job
+// "running"; the rescuer retries it. The delivery must not be sent again:
+// hookd's own record says it was delivered. The test puts finished deliver
+// jobs into exactly the state such a SIGKILL leaves (TestScaleOut hits the
+// same window only by chance).
+func TestScaleOutLostCompletion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process scale-out test skipped with -short")
+	}
+	t.Parallel()
+	const events = 3
+	c := newScaleCluster(t)
+	api := c.start(t, "api", "--role", "api", "--addr", "127.0.0.1:0")
+	worker := c.start(t, "worker", "--role", "worker")
+	alive := c.alive(api, worker)
+	rcv := newScaleReceiver(t)
+	client := c.client(t, api)
+	rcv.register(t, client, 1)
+	client.publish(t, 0, events)
+	rcv.waitFor(t, events, time.Minute, alive)
+
+	db := c.open(t)
+	deliverJobs := func(states string) int {
+		t.Helper()
+		n, err := db.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND state IN (`+states+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, alive, "River records the deliver jobs completed", func() bool { return deliverJobs("'completed'") == events })
+
+	// A SIGKILL before the completer's flush leaves: running, attempted long
+	// ago (so past --rescue-after), not finalized.
+	_, err := db.Pool().Exec(context.Background(), `UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - interval '1 hour'
+		WHERE kind = 'webhook.deliver'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	// The leader's rescuer (every 30 s) makes them retryable, the scheduler
+	// makes them available, a worker runs them again.
+	waitUntil(t, 2*time.Minute, alive, "the rescued jobs run to completion", func() bool {
+		return deliverJobs("'completed', 'cancelled', 'discarded'") == events
+	})
+	t.Logf("rescued and re-run in %v", time.Since(began).Round(time.Millisecond))
+	if s := rcv.snapshot(); s.requests != events {
+		t.Errorf("the receiver got %d requests for %d delivered events: rescued jobs re-sent deliveries already recorded as delivered", s.requests, events)
+	}
+	c.stopAll(t)
+}
+
+// waitUntil polls cond until it holds, failing the test after d.
+func waitUntil(t *testing.T, d time.Duration, alive func(*testing.T), what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		alive(t)
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // --- the cluster: one schema, one master key, the built binary ---
@@ -153,7 +231,7 @@ func newScaleCluster(t *testing.T) *scaleCluster {
 	}
 	q := u.Query()
 	q.Set("application_name", "hookd_"+schema) // lets the test find (and kill) exactly these connections
-	q.Set("pool_max_conns", "8")               // 4 processes on a shared server
+	q.Set("pool_max_conns", "5")               // up to 9 processes at once on a shared server
 	u.RawQuery = q.Encode()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
@@ -325,6 +403,18 @@ func (c *scaleCluster) terminateBackends(t *testing.T) int {
 	return n
 }
 
+// open opens the cluster's database from the test (no migration: the
+// processes did it).
+func (c *scaleCluster) open(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), store.Config{URL: c.dbURL, Schema: c.schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // --- one hookd process ---
 
 type scaleProc struct {
@@ -411,24 +501,12 @@ func (c *scaleCluster) client(t *testing.T, api *scaleProc) *scaleClient {
 
 func (c *scaleClient) do(t *testing.T, method, path string, body any, want int) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	status, raw, err := c.send(method, path, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	if status != want {
+		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, path, status, want, raw)
 	}
 	var out map[string]any
 	if len(raw) > 0 {
@@ -439,7 +517,30 @@ func (c *scaleClient) do(t *testing.T, method, path string, body any, want int) 
 	return out
 }
 
+func (c *scaleClient) send(method, path string, body any) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
+
 // publish publishes events [from, to) in batches of at most scaleBatch.
+// Every event has an idempotency key, so a batch answered 5xx is retried
+// (a few times, logged) the way a producer would: a request that reached a
+// pooled connection the database had just dropped may fail once.
 func (c *scaleClient) publish(t *testing.T, from, to int) {
 	t.Helper()
 	for lo := from; lo < to; lo += scaleBatch {
@@ -451,9 +552,21 @@ func (c *scaleClient) publish(t *testing.T, from, to int) {
 				"data": map[string]any{"n": i, "published": true}, "idempotency_key": fmt.Sprintf("order-%d", i),
 			})
 		}
-		out := c.do(t, http.MethodPost, "/api/v1/events/batch", map[string]any{"events": evs}, http.StatusAccepted)
-		if data, _ := out["data"].([]any); len(data) != hi-lo {
-			t.Fatalf("batch [%d,%d): %d results", lo, hi, len(data))
+		body := map[string]any{"events": evs}
+		for try := 1; ; try++ {
+			status, raw, err := c.send(http.MethodPost, "/api/v1/events/batch", body)
+			if err == nil && status == http.StatusAccepted {
+				var out struct{ Data []json.RawMessage }
+				if err := json.Unmarshal(raw, &out); err != nil || len(out.Data) != hi-lo {
+					t.Fatalf("batch [%d,%d): %d results (%v): %.200s", lo, hi, len(out.Data), err, raw)
+				}
+				break
+			}
+			if (err == nil && status < 500) || try == 3 {
+				t.Fatalf("publish batch [%d,%d) (try %d): HTTP %d, %v: %.500s", lo, hi, try, status, err, raw)
+			}
+			t.Logf("publish batch [%d,%d) try %d: HTTP %d, %v: %.200s; retrying with the same idempotency keys", lo, hi, try, status, err, raw)
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 }

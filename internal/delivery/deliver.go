@@ -18,8 +18,8 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// DeliverArgs is the webhook.deliver job: one event to one endpoint. Unique
-// by args, so one pair is enqueued once however often fanout runs.
+// DeliverArgs is the webhook.deliver job: one event to one endpoint. One
+// pair is enqueued once however often fanout runs (see deliverParams).
 type DeliverArgs struct {
 	EndpointID string `json:"endpoint_id"`
 	EventID    string `json:"event_id"`

@@ -100,6 +100,9 @@ func (s *Service) enqueue(ctx context.Context, ev *event.Event, o *owner.Owner, 
 		byEndpoint := make(map[string]*endpoint.Endpoint, len(eps))
 		for i, ep := range eps {
 			at := s.cfg.Rules.ScheduleFor(ep, now)
+			if ev.EndpointID != "" {
+				at = now // a test the owner asked for goes now, cooldown or not
+			}
 			ds[i] = &endpoint.Delivery{
 				ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: ev.ID, EventType: ev.Type,
 				State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
@@ -134,11 +137,16 @@ type jobMeta struct {
 }
 
 func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now time.Time) river.InsertManyParams {
+	// Uniqueness per (endpoint, event) is hookd_deliveries' unique key,
+	// checked in the same transaction as this insert: it outlives River's
+	// job rows (deleted after a day or a week), so a fanout re-run at any
+	// later time enqueues nothing, and a redelivery is never refused because
+	// River has not yet recorded the old job's end. (River's UniqueOpts
+	// would do neither.)
 	opts := &river.InsertOpts{
 		Queue:       QueueDeliver,
 		MaxAttempts: p.Retry().MaxAttempts,
 		Metadata:    meta,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true},
 	}
 	if at.After(now) {
 		opts.ScheduledAt = at

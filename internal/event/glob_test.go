@@ -1,6 +1,9 @@
 package event
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestMatch(t *testing.T) {
 	t.Parallel()
@@ -55,4 +58,17 @@ func FuzzMatch(f *testing.F) {
 			t.Fatal("* must match everything")
 		}
 	})
+}
+
+func TestNewIDIncreases(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	prev := NewID("x_", now)
+	for range 1000 {
+		id := NewID("x_", now) // same millisecond
+		if id <= prev {
+			t.Fatalf("%s after %s: ids must increase", id, prev)
+		}
+		prev = id
+	}
 }

@@ -2,12 +2,22 @@ package event
 
 import (
 	"crypto/rand"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 )
 
-// NewID returns prefix + a ULID: sortable by creation time, unguessable.
+var (
+	idMu      sync.Mutex
+	idEntropy = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewID returns prefix + a ULID: unguessable, and sortable by creation time.
+// Within one process ids strictly increase (monotonic entropy), so ids made
+// in the same millisecond still sort in the order they were made.
 func NewID(prefix string, now time.Time) string {
-	return prefix + ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+	idMu.Lock()
+	defer idMu.Unlock()
+	return prefix + ulid.MustNew(ulid.Timestamp(now), idEntropy).String()
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hookd/hookd/internal/bench"
+)
+
+// benchCmd runs one end-to-end measurement (internal/bench) and prints one
+// line per figure; it fails when a delivery was lost or a signature bad.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o bench.Options
+	fs.StringVar(&o.DB, "db", "sqlite", "sqlite (a temp file) or a postgres:// URL (a fresh schema, dropped afterwards)")
+	fs.IntVar(&o.Events, "events", 1000, "events to publish")
+	fs.IntVar(&o.Endpoints, "endpoints", 10, "endpoints to create")
+	fs.IntVar(&o.Owners, "owners", 0, "owners the endpoints and events are spread over (default min(endpoints, 10))")
+	fs.Float64Var(&o.Rate, "rate", 0, "open loop: publish this many events/s (default: closed loop, as fast as possible)")
+	fs.StringVar(&o.Profile, "profile", "standard", "owners' profile: standard or kwork")
+	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "the receiver answers 200 after this long")
+	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child `hookd serve` process instead of in this process")
+	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")
+	fs.IntVar(&o.Workers, "workers", 0, "hookd's deliveries in flight (default hookd's 100)")
+	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's 10ms; in-process only)")
+	fs.DurationVar(&o.FetchPollInterval, "fetch-poll-interval", 0, "River fetch poll interval (default hookd's 200ms; in-process only)")
+	fs.DurationVar(&o.BusySnooze, "busy-snooze", 0, "how long a delivery to a busy endpoint waits (default hookd's 2s; in-process only)")
+	fs.IntVar(&o.BatchSize, "batch", 1000, "most events per publish request (≤ 1000)")
+	fs.IntVar(&o.Publishers, "publishers", 4, "publish requests in flight at once")
+	fs.DurationVar(&o.StallTimeout, "stall-timeout", 30*time.Second, "stop waiting when no delivery arrived for this long")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole wait for deliveries")
+	logLevel := fs.String("log-level", "warn", "hookd's log level (to stderr): debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", *logLevel)
+	}
+	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	o.Progress = stderr
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		o.CPUProfile = f
+	}
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if _, err := res.WriteTo(stdout); err != nil {
+		return err
+	}
+	if !res.OK() {
+		return fmt.Errorf("incorrect run: %d lost, %d bad signatures", res.Lost, res.BadSignatures)
+	}
+	return nil
+}

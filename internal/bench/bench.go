@@ -1,0 +1,203 @@
+// Package bench measures hookd end to end: it starts hookd on a fresh
+// database, a local receiver that verifies every signature, creates owners
+// and endpoints, publishes events through the public HTTP API and reports
+// publish rate, delivery rate, publish→receipt latency, peak RSS and the
+// correctness counters (bad signatures, lost and duplicate deliveries).
+//
+// `hookd bench` is a thin CLI over Run; docs/performance.md has the method
+// and the figures.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+// Options describe one run. Zero values are the defaults noted.
+type Options struct {
+	// DB is "sqlite" (a temp file, default) or a postgres:// URL (a fresh
+	// schema in it, dropped afterwards).
+	DB string
+	// Events to publish (default 1,000), Endpoints to create (default 10)
+	// and Owners they are spread over (default min(Endpoints, 10)).
+	// Endpoint j and event i belong to owner j%Owners and i%Owners.
+	Events, Endpoints, Owners int
+	// Rate is the open-loop publish rate in events/s; 0 publishes as fast
+	// as the API takes them (closed loop).
+	Rate float64
+	// Profile of every owner: standard (default) or kwork.
+	Profile string
+	// ReceiverDelay is how long the receiver waits before answering 200.
+	ReceiverDelay time.Duration
+	// Spawn runs hookd as a child `hookd serve` process of Executable
+	// (default os.Executable()) instead of in this process.
+	Spawn      bool
+	Executable string
+	// CPUProfile receives a pprof CPU profile of the run (in-process only).
+	CPUProfile io.Writer
+	// Knobs hookd.Config exposes (0: hookd's defaults). Only Workers
+	// reaches a spawned process (`serve --workers`).
+	Workers           int
+	FetchCooldown     time.Duration
+	FetchPollInterval time.Duration
+	// BusySnooze is how long a delivery to a busy endpoint waits (hookd's
+	// default: the seeds' 2 s). Lower it to see what the lease's snooze
+	// costs, or to shorten tests; in-process only.
+	BusySnooze time.Duration
+	// BatchSize is the most events per publish request (default 1,000;
+	// the API's limit). Publishers is how many requests run at once
+	// (default 4).
+	BatchSize  int
+	Publishers int
+	// StallTimeout ends the wait when no new delivery arrived for this long
+	// (default 30 s); Timeout bounds the whole wait (default 10 min).
+	StallTimeout time.Duration
+	Timeout      time.Duration
+	// Log receives hookd's own log (default: discarded) and Progress a line
+	// per phase (default: nothing).
+	Log      *slog.Logger
+	Progress io.Writer
+}
+
+// Profiles the bench can drive.
+const (
+	ProfileStandard = "standard"
+	ProfileKwork    = "kwork"
+)
+
+func (o *Options) defaults() {
+	if o.DB == "" {
+		o.DB = "sqlite"
+	}
+	if o.Events == 0 {
+		o.Events = 1000
+	}
+	if o.Endpoints == 0 {
+		o.Endpoints = 10
+	}
+	if o.Owners == 0 {
+		o.Owners = min(o.Endpoints, 10)
+	}
+	if o.Profile == "" {
+		o.Profile = ProfileStandard
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 1000
+	}
+	if o.Publishers == 0 {
+		o.Publishers = 4
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = 30 * time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// Validate reports the first option that cannot work.
+func (o *Options) Validate() error {
+	switch {
+	case o.DB != "sqlite" && !isPostgres(o.DB):
+		return fmt.Errorf("db %q: use sqlite or a postgres:// URL", o.DB)
+	case o.Events < 1 || o.Endpoints < 1 || o.Owners < 1:
+		return errors.New("events, endpoints and owners must be at least 1")
+	case o.Owners > o.Endpoints:
+		return fmt.Errorf("%d owners for %d endpoints: every owner needs an endpoint", o.Owners, o.Endpoints)
+	case o.Rate < 0:
+		return errors.New("rate must not be negative")
+	case o.Profile != ProfileStandard && o.Profile != ProfileKwork:
+		return fmt.Errorf("profile %q: use standard or kwork", o.Profile)
+	case o.BatchSize < 1 || o.BatchSize > 1000:
+		return errors.New("batch size must be between 1 and 1000 (the API's limit)")
+	case o.Publishers < 1:
+		return errors.New("publishers must be at least 1")
+	case o.Spawn && o.CPUProfile != nil:
+		return errors.New("a CPU profile needs the in-process run (drop --spawn)")
+	case o.Spawn && (o.FetchCooldown != 0 || o.FetchPollInterval != 0 || o.BusySnooze != 0):
+		return errors.New("fetch cooldown, poll interval and busy snooze reach the in-process run only (`hookd serve` has no flags for them)")
+	}
+	return nil
+}
+
+func isPostgres(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// Run performs one bench run and returns its figures. An error means the
+// run could not be carried out; lost or bad deliveries are figures, not
+// errors (check Result.OK).
+func Run(ctx context.Context, opts Options) (Result, error) {
+	opts.defaults()
+	if err := opts.Validate(); err != nil {
+		return Result{}, err
+	}
+	plan := newPlan(opts)
+	res := Result{Options: opts, Expected: plan.expected}
+	step := func(format string, args ...any) {
+		fmt.Fprintf(opts.Progress, "bench: "+format+"\n", args...)
+	}
+
+	db, err := freshDatabase(ctx, opts.DB)
+	if err != nil {
+		return res, err
+	}
+	defer db.drop()
+	res.Engine = db.engine
+
+	rcv, err := startReceiver(plan, opts.ReceiverDelay)
+	if err != nil {
+		return res, err
+	}
+	defer rcv.close()
+
+	step("setting up %s: %d owners, %d endpoints (%s)", db.engine, opts.Owners, opts.Endpoints, opts.Profile)
+	began := time.Now()
+	srv, err := startHookd(ctx, opts, db, plan)
+	if err != nil {
+		return res, err
+	}
+	defer srv.stop()
+	api := newClient(srv.url, opts.Publishers)
+	if err := setupEndpoints(ctx, api, plan, rcv); err != nil {
+		return res, err
+	}
+	step("ready in %v; publishing %d events (%s) for %d deliveries", time.Since(began).Round(time.Millisecond), opts.Events, res.Mode(), plan.expected)
+
+	if opts.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
+			return res, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	pub, err := publish(ctx, api, plan, opts)
+	if err != nil {
+		if opts.CPUProfile != nil {
+			pprof.StopCPUProfile()
+		}
+		return res, err
+	}
+	res.PublishStart, res.PublishDuration = pub.start, pub.duration
+	step("published in %v; waiting for deliveries", pub.duration.Round(time.Millisecond))
+
+	res.Stalled = rcv.wait(ctx, opts.StallTimeout, opts.Timeout, func(got int) {
+		step("%d/%d delivered", got, plan.expected)
+	})
+	if opts.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	res.PeakRSS, res.RSSScope = srv.peakRSS()
+	rcv.fill(&res)
+	return res, nil
+}

@@ -1,0 +1,70 @@
+package bench_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/internal/bench"
+	"github.com/hookd/hookd/internal/dbtest"
+)
+
+// TestRun runs a tiny bench on each engine and profile: every delivery
+// arrives, every signature verifies. Timings are not asserted.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		db      func(t *testing.T) string
+		profile string
+	}{
+		{"sqlite/standard", func(*testing.T) string { return "sqlite" }, bench.ProfileStandard},
+		{"sqlite/kwork", func(*testing.T) string { return "sqlite" }, bench.ProfileKwork},
+		{"postgres/standard", func(t *testing.T) string { return dbtest.PostgresURL(t) }, bench.ProfileStandard},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			res, err := bench.Run(context.Background(), bench.Options{
+				DB: c.db(t), Events: 20, Endpoints: 3, Owners: 1, Profile: c.profile,
+				// The lease's 2 s snooze would make this test wait; it is
+				// not what is being checked here.
+				BusySnooze:   50 * time.Millisecond,
+				StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+				Progress: &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			var out strings.Builder
+			_, _ = res.WriteTo(&out)
+			t.Logf("\n%s", out.String())
+			if res.Expected != 60 {
+				t.Errorf("expected deliveries = %d, want 60 (20 events × 3 endpoints)", res.Expected)
+			}
+			if res.Lost != 0 || res.BadSignatures != 0 || res.Stray != 0 || res.Redone != 0 || !res.OK() {
+				t.Errorf("lost %d, bad signatures %d, stray %d, redone %d; want all 0", res.Lost, res.BadSignatures, res.Stray, res.Redone)
+			}
+			if res.Received != 60 || res.Requests < 60 {
+				t.Errorf("received %d pairs in %d requests, want 60", res.Received, res.Requests)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for _, o := range []bench.Options{
+		{DB: "mysql://x", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 2, Profile: "standard", BatchSize: 1, Publishers: 1},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "other", BatchSize: 1, Publishers: 1},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1001, Publishers: 1},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Spawn: true, BusySnooze: time.Second},
+	} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", o)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// batch is one publish request: events (by seq) of one owner.
+type batch struct {
+	owner int
+	seqs  []int
+}
+
+type published struct {
+	start    time.Time
+	duration time.Duration
+}
+
+// publish sends every event of the plan through POST /api/v1/events/batch:
+// as fast as the API takes them (closed loop) or at opts.Rate (open loop).
+func publish(ctx context.Context, api *client, p *plan, opts Options) (published, error) {
+	start := time.Now()
+	var err error
+	if opts.Rate > 0 {
+		err = publishOpen(ctx, api, p, opts)
+	} else {
+		err = publishClosed(ctx, api, p, opts)
+	}
+	return published{start: start, duration: time.Since(start)}, err
+}
+
+// publishClosed cuts each owner's events into batches, interleaves the
+// owners and has opts.Publishers requests in flight.
+func publishClosed(ctx context.Context, api *client, p *plan, opts Options) error {
+	perOwner := make([][]batch, p.owners)
+	for k := range p.owners {
+		var cur []int
+		for seq := k; seq < p.events; seq += p.owners {
+			cur = append(cur, seq)
+			if len(cur) == opts.BatchSize {
+				perOwner[k] = append(perOwner[k], batch{owner: k, seqs: cur})
+				cur = nil
+			}
+		}
+		if len(cur) > 0 {
+			perOwner[k] = append(perOwner[k], batch{owner: k, seqs: cur})
+		}
+	}
+	var all []batch
+	for round := 0; ; round++ {
+		added := false
+		for k := range p.owners {
+			if round < len(perOwner[k]) {
+				all = append(all, perOwner[k][round])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return forEach(ctx, len(all), opts.Publishers, func(ctx context.Context, i int) error {
+		return sendBatch(ctx, api, p, all[i])
+	})
+}
+
+// publishOpen releases events on a 10 ms ticker so that by time t about
+// Rate·t were sent, each tick's events grouped by owner into batches sent
+// concurrently (a slow answer does not hold the next tick back).
+func publishOpen(ctx context.Context, api *client, p *plan, opts Options) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	inFlight := make(chan struct{}, 64*opts.Publishers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for sent := 0; sent < p.events; {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			wg.Wait()
+			return context.Cause(ctx)
+		}
+		due := min(p.events, int(opts.Rate*time.Since(start).Seconds())+1)
+		groups := make(map[int][]int)
+		for seq := sent; seq < due; seq++ {
+			groups[seq%p.owners] = append(groups[seq%p.owners], seq)
+		}
+		sent = due
+		for k, seqs := range groups {
+			for len(seqs) > 0 {
+				n := min(len(seqs), opts.BatchSize)
+				b := batch{owner: k, seqs: seqs[:n]}
+				seqs = seqs[n:]
+				inFlight <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-inFlight }()
+					if err := sendBatch(ctx, api, p, b); err != nil {
+						cancel(err)
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// sendBatch publishes b, each event's data carrying its seq and the publish
+// time. A 5xx or 429 answer rolled the whole batch back: it is sent again
+// (a few times) with a fresh time.
+func sendBatch(ctx context.Context, api *client, p *plan, b batch) error {
+	for attempt := 1; ; attempt++ {
+		body := batchBody(p, b, time.Now().UnixNano())
+		err := api.call(ctx, http.MethodPost, "/api/v1/events/batch", p.keys[b.owner], body, http.StatusAccepted, nil)
+		var se *statusError
+		if err == nil || attempt == 5 || !errors.As(err, &se) || se.status < 500 && se.status != http.StatusTooManyRequests {
+			if err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// batchBody renders {"events":[{type, subject, tenant, data:{seq, ts}}…]}.
+func batchBody(p *plan, b batch, ts int64) []byte {
+	typ := p.eventType(b.owner)
+	out := make([]byte, 0, 16+len(b.seqs)*(96+len(typ)))
+	out = append(out, `{"events":[`...)
+	for i, seq := range b.seqs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"type":"`...)
+		out = append(out, typ...)
+		out = append(out, `","subject":"bench://item/`...)
+		out = strconv.AppendInt(out, int64(seq), 10)
+		out = append(out, `","tenant":"tenant_bench","data":{"seq":`...)
+		out = strconv.AppendInt(out, int64(seq), 10)
+		out = append(out, `,"ts":`...)
+		out = strconv.AppendInt(out, ts, 10)
+		out = append(out, `}}`...)
+	}
+	return append(out, `]}`...)
+}

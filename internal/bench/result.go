@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Result is one run's figures.
+type Result struct {
+	Options Options
+	// Engine is "sqlite" or "postgres".
+	Engine string
+	// Expected (event, endpoint) pairs; Received of them arrived at least
+	// once; Lost = Expected − Received.
+	Expected, Received, Lost int
+	// Requests is every request the receiver got. Duplicates repeat a
+	// (delivery id, endpoint) already received (a retry after a lost
+	// answer); Redone is a pair received again under another delivery id
+	// (must be 0); Stray is an event at another owner's endpoint (must be
+	// 0); BadSignatures failed verification (must be 0).
+	Requests, Duplicates, Redone, Stray, BadSignatures int
+	PublishStart                                       time.Time
+	PublishDuration                                    time.Duration
+	FirstReceipt, LastReceipt                          time.Time
+	// Latency is publish (the batch request's send time) → arrival at the
+	// receiver, over the first receipt of each pair.
+	Latency Percentiles
+	// PeakRSS is VmHWM in bytes, of RSSScope.
+	PeakRSS  int64
+	RSSScope string
+	// Stalled: the wait ended before every pair arrived.
+	Stalled bool
+}
+
+// Percentiles of a latency distribution.
+type Percentiles struct{ P50, P95, P99, Max time.Duration }
+
+// OK reports whether the run was correct: everything arrived, no bad
+// signature, nothing at the wrong endpoint.
+func (r Result) OK() bool {
+	return r.Lost == 0 && r.BadSignatures == 0 && r.Stray == 0 && r.Redone == 0
+}
+
+// Mode says how events were published.
+func (r Result) Mode() string {
+	if r.Options.Rate > 0 {
+		return fmt.Sprintf("open loop at %g events/s", r.Options.Rate)
+	}
+	return fmt.Sprintf("closed loop, batches of %d, %d publishers", r.Options.BatchSize, r.Options.Publishers)
+}
+
+// PublishRate is events accepted per second of publishing.
+func (r Result) PublishRate() float64 { return perSecond(r.Options.Events, r.PublishDuration) }
+
+// DeliveryRate is distinct deliveries per second from the first receipt to
+// the last.
+func (r Result) DeliveryRate() float64 {
+	return perSecond(r.Received-1, r.LastReceipt.Sub(r.FirstReceipt))
+}
+
+// EndToEnd is the time from the first publish request to the last receipt.
+func (r Result) EndToEnd() time.Duration {
+	if r.LastReceipt.IsZero() {
+		return 0
+	}
+	return r.LastReceipt.Sub(r.PublishStart)
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 || n <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// WriteTo prints one line per figure.
+func (r Result) WriteTo(w io.Writer) (int64, error) {
+	o := r.Options
+	where := "in-process"
+	if o.Spawn {
+		where = "spawned hookd serve"
+	}
+	knobs := []string{fmt.Sprintf("workers %s", orDefault(o.Workers, "default"))}
+	if o.FetchCooldown > 0 {
+		knobs = append(knobs, "fetch cooldown "+o.FetchCooldown.String())
+	}
+	if o.FetchPollInterval > 0 {
+		knobs = append(knobs, "fetch poll "+o.FetchPollInterval.String())
+	}
+	if o.BusySnooze > 0 {
+		knobs = append(knobs, "busy snooze "+o.BusySnooze.String())
+	}
+	var b strings.Builder
+	line := func(name, format string, args ...any) {
+		fmt.Fprintf(&b, "%-22s %s\n", name, fmt.Sprintf(format, args...))
+	}
+	line("engine", "%s (%s; %s)", r.Engine, where, strings.Join(knobs, ", "))
+	line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
+	line("publishing", "%s", r.Mode())
+	line("expected deliveries", "%d", r.Expected)
+	line("publish", "%.0f events/s (%d events in %v)", r.PublishRate(), o.Events, r.PublishDuration.Round(time.Millisecond))
+	line("deliveries", "%.0f/s (first→last receipt, %v)", r.DeliveryRate(), r.LastReceipt.Sub(r.FirstReceipt).Round(time.Millisecond))
+	line("end to end", "%v (first publish → last receipt; %.0f deliveries/s)", r.EndToEnd().Round(time.Millisecond), perSecond(r.Received, r.EndToEnd()))
+	line("latency p50", "%v", r.Latency.P50.Round(time.Microsecond*100))
+	line("latency p95", "%v", r.Latency.P95.Round(time.Microsecond*100))
+	line("latency p99", "%v", r.Latency.P99.Round(time.Microsecond*100))
+	line("latency max", "%v", r.Latency.Max.Round(time.Microsecond*100))
+	line("peak RSS", "%.1f MB (VmHWM of %s)", float64(r.PeakRSS)/(1<<20), r.RSSScope)
+	line("bad signatures", "%d", r.BadSignatures)
+	line("lost deliveries", "%d%s", r.Lost, map[bool]string{true: " (stalled: the wait ended first)"}[r.Stalled])
+	line("duplicate receipts", "%d (of %d requests)", r.Duplicates, r.Requests)
+	if r.Redone > 0 || r.Stray > 0 {
+		line("redone pairs", "%d (same event and endpoint, another delivery id)", r.Redone)
+		line("stray deliveries", "%d (another owner's event)", r.Stray)
+	}
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}
+
+func orDefault(n int, def string) string {
+	if n == 0 {
+		return def
+	}
+	return fmt.Sprint(n)
+}
