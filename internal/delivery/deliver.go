@@ -57,14 +57,14 @@ func (s *Service) retryOf(metadata []byte) profile.Retry {
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.s
 	q := s.db.Q()
-	a := job.Args
-	d, err := q.FindDelivery(ctx, a.EndpointID, a.EventID)
+	a, err := q.LoadAttempt(ctx, job.Args.EndpointID, job.Args.EventID)
 	if apperr.IsNotFound(err) {
 		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
 	}
 	if err != nil {
 		return err
 	}
+	d, ep, o := a.Delivery, a.Endpoint, a.Owner
 	// River is at-least-once: a job whose completion had not reached the
 	// database when its process died (or that the rescuer took from a slow
 	// process) runs again. hookd's own record says whether it was settled.
@@ -72,26 +72,11 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		s.log.Debug("delivery already settled; not sending again", "delivery", d.ID, "state", d.State, "job", job.ID)
 		return nil
 	}
-	ep, err := q.GetEndpoint(ctx, "", a.EndpointID)
-	if apperr.IsNotFound(err) {
-		return river.JobCancel(errors.New("endpoint deleted"))
-	}
-	if err != nil {
-		return err
-	}
 	if !ep.Enabled {
 		return s.discard(ctx, d, job.ID, "endpoint disabled")
 	}
-	ev, err := q.GetEvent(ctx, "", a.EventID)
-	if apperr.IsNotFound(err) {
+	if a.Event == nil {
 		return s.discard(ctx, d, job.ID, "event pruned")
-	}
-	if err != nil {
-		return err
-	}
-	o, err := q.GetOwner(ctx, ev.OwnerID)
-	if err != nil {
-		return err
 	}
 	p, err := s.cfg.Profiles.Get(o.Profile)
 	if err != nil {
@@ -99,20 +84,16 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	}
 
 	now := s.now()
-	var slot int
-	if p.MaxInFlight(ep.MaxInFlight) > 0 {
-		var ok bool
-		slot, ok, err = q.TakeLease(ctx, ep.ID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
-		}
+	slot, ok, err := q.TakeLease(ctx, ep.ID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
 	release := func(q *store.Q) error { return q.ReleaseLease(ctx, ep.ID, slot, job.ID) }
 
-	out, err := s.attempt(ctx, ep, d, ev, o, p, now)
+	out, err := s.attempt(ctx, ep, d, a.Event, o, p, now)
 	if err != nil { // could not even build the request (secret unreadable …)
 		_ = s.db.InTx(ctx, release)
 		return err
@@ -175,8 +156,10 @@ func (s *Service) settle(ctx context.Context, job *river.Job[DeliverArgs], ep *e
 			return err
 		}
 		if out.Verdict == Complete {
-			if err := q.MarkEndpointHealthy(ctx, ep.ID); err != nil {
-				return err
+			if ep.FailingSince != nil { // only a failing endpoint has anything to clear
+				if err := q.MarkEndpointHealthy(ctx, ep.ID); err != nil {
+					return err
+				}
 			}
 		} else {
 			reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)

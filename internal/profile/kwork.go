@@ -125,12 +125,12 @@ func (Kwork) Body(ev *event.Event, o *owner.Owner) ([]byte, error) {
 // X-Kwork-Event and X-Kwork-Delivery (one id per delivery, unchanged on
 // retries).
 func (Kwork) Sign(h http.Header, secret string, m Message, now time.Time) error {
-	s, err := webhook.NewKworkSigner(secret)
+	s, err := kworkSigners.get(secret)
 	if err != nil {
 		return err
 	}
-	h[webhook.HeaderKworkSignature] = []string{s.Sign(now.Unix(), m.Body)}
-	h[webhook.HeaderKworkEvent] = []string{m.EventType}
-	h[webhook.HeaderKworkDelivery] = []string{m.DeliveryID}
+	v := make([]string, 3) // one allocation for the three header values
+	v[0], v[1], v[2] = s.Sign(now.Unix(), m.Body), m.EventType, m.DeliveryID
+	h[webhook.HeaderKworkSignature], h[webhook.HeaderKworkEvent], h[webhook.HeaderKworkDelivery] = v[0:1:1], v[1:2:2], v[2:3:3]
 	return nil
 }

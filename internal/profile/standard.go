@@ -64,13 +64,13 @@ func (Standard) Body(ev *event.Event, _ *owner.Owner) ([]byte, error) {
 // Sign sets webhook-id (the event id: receivers dedupe on it),
 // webhook-timestamp and webhook-signature.
 func (Standard) Sign(h http.Header, secret string, m Message, now time.Time) error {
-	s, err := webhook.NewSigner(secret)
+	s, err := standardSigners.get(secret)
 	if err != nil {
 		return err
 	}
 	unix := now.Unix()
-	h["Webhook-Id"] = []string{m.EventID}
-	h["Webhook-Timestamp"] = []string{strconv.FormatInt(unix, 10)}
-	h["Webhook-Signature"] = []string{s.Sign(m.EventID, unix, m.Body)}
+	v := make([]string, 3) // one allocation for the three header values
+	v[0], v[1], v[2] = m.EventID, strconv.FormatInt(unix, 10), s.Sign(m.EventID, unix, m.Body)
+	h["Webhook-Id"], h["Webhook-Timestamp"], h["Webhook-Signature"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	return nil
 }

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+)
+
+// Attemptable is everything one delivery attempt needs, read in one query.
+type Attemptable struct {
+	Delivery *endpoint.Delivery
+	Endpoint *endpoint.Endpoint
+	Owner    *owner.Owner
+	// Event is nil when it was pruned.
+	Event *event.Event
+}
+
+// LoadAttempt reads a delivery with its endpoint, owner and event in one
+// round trip (the deliver worker's hot path). NotFound when the delivery is
+// gone (its endpoint was deleted).
+func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attemptable, error) {
+	var (
+		a                                 Attemptable
+		d                                 endpoint.Delivery
+		e                                 endpoint.Endpoint
+		o                                 owner.Owner
+		dNext, dFinished, eFailing        *int64
+		dCreated, dUpdated                int64
+		eCreated, eUpdated, oCreated      int64
+		globs, attrs                      string
+		evID, evType, evSubject, evTenant *string
+		evEndpoint, evKey                 *string
+		evOccurred, evCreated             *int64
+		evData                            []byte
+	)
+	err := q.q.queryRow(ctx, `SELECT
+		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
+		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at,
+		o.profile, o.attributes, o.created_at,
+		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
+	FROM hookd_deliveries d
+	JOIN hookd_endpoints e ON e.id = d.endpoint_id
+	JOIN hookd_owners o ON o.id = d.owner_id
+	LEFT JOIN hookd_events ev ON ev.id = d.event_id
+	WHERE d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID).Scan(
+		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &dNext, &dCreated, &dUpdated, &dFinished,
+		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated,
+		&o.Profile, &attrs, &oCreated,
+		&evID, &evType, &evSubject, &evOccurred, &evData, &evTenant, &evEndpoint, &evKey, &evCreated)
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load attempt: %w", err)
+	}
+	d.NextAttemptAt, d.FinishedAt = fromTSPtr(dNext), fromTSPtr(dFinished)
+	d.CreatedAt, d.UpdatedAt = fromTS(dCreated), fromTS(dUpdated)
+	e.ID, e.OwnerID = d.EndpointID, d.OwnerID
+	if err := json.Unmarshal([]byte(globs), &e.EventTypes); err != nil {
+		return nil, fmt.Errorf("endpoint %s event types: %w", e.ID, err)
+	}
+	e.FailingSince = fromTSPtr(eFailing)
+	e.CreatedAt, e.UpdatedAt = fromTS(eCreated), fromTS(eUpdated)
+	o.ID, o.CreatedAt = d.OwnerID, fromTS(oCreated)
+	if err := json.Unmarshal([]byte(attrs), &o.Attributes); err != nil {
+		return nil, fmt.Errorf("owner %s attributes: %w", o.ID, err)
+	}
+	a.Delivery, a.Endpoint, a.Owner = &d, &e, &o
+	if evID != nil {
+		a.Event = &event.Event{ID: *evID, OwnerID: d.OwnerID, Type: *evType, Subject: *evSubject, OccurredAt: fromTS(*evOccurred),
+			Data: evData, Tenant: *evTenant, EndpointID: *evEndpoint, CreatedAt: fromTS(*evCreated)}
+		if evKey != nil {
+			a.Event.IdempotencyKey = *evKey
+		}
+	}
+	return &a, nil
+}
