@@ -117,11 +117,11 @@ func counts(t *testing.T, b *bundle) rowCounts {
 	t.Helper()
 	var c rowCounts
 	for q, dst := range map[string]*int{
-		"SELECT count(*) FROM hookd_events":      &c.events,
-		"SELECT count(*) FROM hookd_endpoints":   &c.endpoints,
-		"SELECT count(*) FROM hookd_deliveries":  &c.deliveries,
-		"SELECT count(*) FROM river_job":         &c.jobs,
-		"SELECT count(*) FROM hookd_event_types": &c.types,
+		"SELECT count(*) FROM hookd_events":                          &c.events,
+		"SELECT count(*) FROM hookd_endpoints":                       &c.endpoints,
+		"SELECT count(*) FROM hookd_deliveries":                      &c.deliveries,
+		"SELECT count(*) FROM river_job WHERE kind LIKE 'webhook.%'": &c.jobs,
+		"SELECT count(*) FROM hookd_event_types":                     &c.types,
 	} {
 		n, err := b.h.DB.Count(context.Background(), q)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
@@ -208,6 +210,71 @@ func TestLeaseOneInFlightPerEndpoint(t *testing.T) {
 		}
 		if len(ids) != 50 {
 			t.Fatalf("%d distinct events delivered, want 50", len(ids))
+		}
+	})
+}
+
+// TestLeaseDrainHandsOverAndKeepsAccounts: the lease holder drains the
+// endpoint's fresh deliveries one after another. A drained delivery that
+// fails is not sent again by its own job: the job spends that attempt and
+// River retries it on the schedule, so River's attempt count matches what
+// the receiver saw.
+func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		rc := newReceiver(t)
+		gate := make(chan struct{})
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			switch n {
+			case 1:
+				<-gate // hold the lease until every delivery exists
+			case 2:
+				return 500, nil // the first drained delivery fails once
+			}
+			return 200, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		events := make([]map[string]any, 30)
+		for i := range events {
+			events[i] = map[string]any{"type": "hot.item", "data": map[string]int{"i": i}}
+		}
+		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
+		for deadline := time.Now().Add(wait); len(b.deliveries(ep.ID)) < 30; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("fanout did not create 30 deliveries")
+			}
+		}
+		close(gate)
+		got := rc.waitFor(t, 30, 30*time.Second)
+		failedID := got[1].Header.Get("webhook-id")
+		d := b.waitDelivery(ep.ID, failedID, wait, func(d deliveryOut) bool { return d.Attempts >= 1 && d.LastStatus == 500 })
+		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return len(j.Errors) > 0 })
+		if j.Errors[0].Attempt != 1 || !strings.Contains(j.Errors[0].Error, "500") {
+			t.Fatalf("failed delivery's job: first error %+v; want the drained failed send as attempt 1", j.Errors[0])
+		}
+		b.retryNow(d.JobID)
+		d = b.waitDelivery(ep.ID, failedID, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+		if d.Attempts != 2 {
+			t.Fatalf("attempts %d, want 2 (the failed send, then the retry)", d.Attempts)
+		}
+		all := rc.waitFor(t, 31, wait)
+		seen := map[string]int{}
+		for _, r := range all {
+			seen[r.Header.Get("webhook-id")]++
+		}
+		for id, n := range seen {
+			if want := map[bool]int{true: 2, false: 1}[id == failedID]; n != want {
+				t.Fatalf("event %s sent %d times, want %d", id, n, want)
+			}
+		}
+		if len(seen) != 30 || rc.maxInFl.Load() != 1 {
+			t.Fatalf("%d events, max in flight %d", len(seen), rc.maxInFl.Load())
+		}
+		// Every job finishes: the drained ones find their delivery settled.
+		for _, dl := range b.deliveries(ep.ID) {
+			b.waitJob(dl.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
 		}
 	})
 }

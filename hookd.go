@@ -134,6 +134,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		Scope:  scope.Predicate{Source: cfg.ScopeSource},
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
+		HTTPTimeout: cfg.HTTPTimeout,
 	})
 	rc := riverConfig(cfg, engine)
 	queue, err := db.NewRiver(rc)

@@ -111,7 +111,7 @@ func TestOutcomeTable(t *testing.T) {
 				id := b.publish("row.test", `{}`)
 				first := rc.waitFor(t, 1, wait)[0]
 				at := time.Now()
-				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
 				// Any non-success sets failing_since (410 and 429 too).
 				if e := b.getEndpoint(ep.ID); e.FailingSince == nil || e.State != "failing" {
 					t.Fatalf("endpoint after %s: %+v", rw.name, e)
@@ -122,7 +122,7 @@ func TestOutcomeTable(t *testing.T) {
 				switch rw.verdict {
 				case "retry":
 					j := b.waitJob(d.JobID, waitingRetry)
-					if j.Attempt != 1 || d.State != "pending" {
+					if j.Attempt != 1 || d.Attempts != 1 || d.State != "pending" {
 						t.Fatalf("retry: job attempt %d, delivery %+v", j.Attempt, d)
 					}
 					near(t, "retry at", j.ScheduledAt, at.Add(5*time.Second), 2*time.Second)
@@ -148,7 +148,7 @@ func TestOutcomeTable(t *testing.T) {
 						t.Fatalf("snooze spent an attempt: job attempt %d", j.Attempt)
 					}
 					near(t, "snoozed until", j.ScheduledAt, at.Add(rw.snooze), 2*time.Second)
-					if d.State != "pending" || d.NextAttemptAt == nil {
+					if d.State != "pending" || d.NextAttemptAt == nil || d.Attempts != 0 {
 						t.Fatalf("snoozed delivery %+v", d)
 					}
 				case "discard":
@@ -230,7 +230,7 @@ func TestDiscardedBeforeSending(t *testing.T) {
 				b.registerType("later.fail")
 				ep := b.endpoint(rc.URL, "later.fail")
 				id := b.publish("later.fail", `{}`)
-				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
 				b.waitJob(d.JobID, waitingRetry)
 				c.act(b, ep.ID, id)
 				rc.setRespond(status(200))

@@ -47,6 +47,9 @@ func TestRun(t *testing.T) {
 			if res.Lost != 0 || res.BadSignatures != 0 || res.Stray != 0 || res.Redone != 0 || !res.OK() {
 				t.Errorf("lost %d, bad signatures %d, stray %d, redone %d; want all 0", res.Lost, res.BadSignatures, res.Stray, res.Redone)
 			}
+			if c.profile == bench.ProfileStandard && res.MaxInFlight > 1 {
+				t.Errorf("max in flight = %d at one endpoint; the standard profile's lease allows 1", res.MaxInFlight)
+			}
 			if res.Received != 60 || res.Requests < 60 {
 				t.Errorf("received %d pairs in %d requests, want 60", res.Received, res.Requests)
 			}

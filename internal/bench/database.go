@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,7 +46,19 @@ func freshDatabase(ctx context.Context, dbURL string) (*database, error) {
 	return &database{engine: "postgres", url: dbURL, schema: schema, drop: drop}, nil
 }
 
+// pgExec runs one statement on its own connection. The URL's pool_*
+// parameters are pgxpool's (hookd reads them): the server would refuse them.
 func pgExec(ctx context.Context, dbURL, sql string) error {
+	if u, err := url.Parse(dbURL); err == nil {
+		q := u.Query()
+		for k := range q {
+			if strings.HasPrefix(k, "pool_") {
+				q.Del(k)
+			}
+		}
+		u.RawQuery = q.Encode()
+		dbURL = u.String()
+	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/webhook"
@@ -29,6 +30,9 @@ type receiver struct {
 	// (webhook-id or X-Kwork-Delivery) and event data. Set by register
 	// before any event is published; read-only afterwards.
 	verify []func(h http.Header, body []byte) (id string, data json.RawMessage, err error)
+	// inFlight[j] is how many requests endpoint j is serving now.
+	inFlight    []atomic.Int32
+	maxInFlight atomic.Int32 // the most any endpoint served at once
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when unique grows
@@ -60,12 +64,13 @@ func startReceiver(p *plan, delay time.Duration) (*receiver, error) {
 	}
 	r := &receiver{
 		plan: p, delay: delay, url: "http://" + ln.Addr().String(),
-		verify:  make([]func(http.Header, []byte) (string, json.RawMessage, error), p.endpoints),
-		changed: make(chan struct{}),
-		seed:    maphash.MakeSeed(),
-		ids:     make(map[receiptKey]struct{}, p.expected),
-		pairs:   make([]uint64, (p.events*p.endpoints+63)/64),
-		latency: make([]time.Duration, 0, p.expected),
+		verify:   make([]func(http.Header, []byte) (string, json.RawMessage, error), p.endpoints),
+		inFlight: make([]atomic.Int32, p.endpoints),
+		changed:  make(chan struct{}),
+		seed:     maphash.MakeSeed(),
+		ids:      make(map[receiptKey]struct{}, p.expected),
+		pairs:    make([]uint64, (p.events*p.endpoints+63)/64),
+		latency:  make([]time.Duration, 0, p.expected),
 	}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
@@ -114,6 +119,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.count(func() { r.bad++ })
 		http.Error(w, "unknown endpoint", http.StatusNotFound)
 		return
+	}
+	n := r.inFlight[ep].Add(1)
+	defer r.inFlight[ep].Add(-1)
+	for m := r.maxInFlight.Load(); n > m && !r.maxInFlight.CompareAndSwap(m, n); m = r.maxInFlight.Load() {
 	}
 	id, data, err := r.verify[ep](req.Header, body)
 	var pl payload
@@ -213,6 +222,7 @@ func (r *receiver) fill(res *Result) {
 	res.BadSignatures, res.Stray = r.bad, r.stray
 	res.Lost = r.plan.expected - r.unique
 	res.FirstReceipt, res.LastReceipt = r.first, r.last
+	res.MaxInFlight = int(r.maxInFlight.Load())
 	lat := slices.Clone(r.latency)
 	slices.Sort(lat)
 	res.Latency = Percentiles{P50: quantile(lat, 0.50), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99)}

@@ -21,9 +21,12 @@ type Result struct {
 	// (must be 0); Stray is an event at another owner's endpoint (must be
 	// 0); BadSignatures failed verification (must be 0).
 	Requests, Duplicates, Redone, Stray, BadSignatures int
-	PublishStart                                       time.Time
-	PublishDuration                                    time.Duration
-	FirstReceipt, LastReceipt                          time.Time
+	// MaxInFlight is the most requests one endpoint was serving at once
+	// (the standard profile's lease allows 1; kwork's 8 by default).
+	MaxInFlight               int
+	PublishStart              time.Time
+	PublishDuration           time.Duration
+	FirstReceipt, LastReceipt time.Time
 	// Latency is publish (the batch request's send time) → arrival at the
 	// receiver, over the first receipt of each pair.
 	Latency Percentiles
@@ -111,6 +114,7 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	line("bad signatures", "%d", r.BadSignatures)
 	line("lost deliveries", "%d%s", r.Lost, map[bool]string{true: " (stalled: the wait ended first)"}[r.Stalled])
 	line("duplicate receipts", "%d (of %d requests)", r.Duplicates, r.Requests)
+	line("max in flight", "%d (most requests one endpoint served at once)", r.MaxInFlight)
 	if r.Redone > 0 || r.Stray > 0 {
 		line("redone pairs", "%d (same event and endpoint, another delivery id)", r.Redone)
 		line("stray deliveries", "%d (another owner's event)", r.Stray)

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -119,7 +120,7 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "HOOKD_MASTER_KEY="+base64.StdEncoding.EncodeToString(key))
 	logs := &tail{max: 16 << 10}
-	cmd.Stderr = logs
+	cmd.Stderr = io.MultiWriter(logs, opts.Progress) // its warnings, as the in-process run's go to opts.Log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

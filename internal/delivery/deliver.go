@@ -53,7 +53,9 @@ func (s *Service) retryOf(metadata []byte) profile.Retry {
 	return p.Retry()
 }
 
-// Work makes one attempt: lease, sign, POST, classify, settle.
+// Work makes one attempt: lease, sign, POST, classify, settle. With an
+// exclusive lease (the standard profile) a success is followed by a drain
+// of the endpoint's next fresh deliveries while the lease is held.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.s
 	q := s.db.Q()
@@ -64,26 +66,21 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
-	d, ep, o := a.Delivery, a.Endpoint, a.Owner
-	// River is at-least-once: a job whose completion had not reached the
-	// database when its process died (or that the rescuer took from a slow
-	// process) runs again. hookd's own record says whether it was settled.
-	if d.State != endpoint.Pending || (d.JobID != 0 && d.JobID != job.ID) {
-		s.log.Debug("delivery already settled; not sending again", "delivery", d.ID, "state", d.State, "job", job.ID)
-		return nil
+	now := s.now()
+	if done, ret := s.preflight(a, job, now); done {
+		return ret
 	}
+	d, ep := a.Delivery, a.Endpoint
 	if !ep.Enabled {
 		return s.discard(ctx, d, job.ID, "endpoint disabled")
 	}
 	if a.Event == nil {
 		return s.discard(ctx, d, job.ID, "event pruned")
 	}
-	p, err := s.cfg.Profiles.Get(o.Profile)
+	p, err := s.cfg.Profiles.Get(a.Owner.Profile)
 	if err != nil {
 		return s.discard(ctx, d, job.ID, err.Error())
 	}
-
-	now := s.now()
 	slot, ok, err := q.TakeLease(ctx, ep.ID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 	if err != nil {
 		return err
@@ -92,13 +89,60 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
 	release := func(q *store.Q) error { return q.ReleaseLease(ctx, ep.ID, slot, job.ID) }
-
-	out, err := s.attempt(ctx, ep, d, a.Event, o, p, now)
-	if err != nil { // could not even build the request (secret unreadable …)
-		_ = s.db.InTx(ctx, release)
+	defer func() { _ = s.db.InTx(context.WithoutCancel(ctx), release) }()
+	// The lease's previous holder may have drained this delivery between
+	// the read above and the lease: look again now that no one else can.
+	if a, err = q.LoadAttempt(ctx, ep.ID, d.EventID); err != nil {
+		if apperr.IsNotFound(err) {
+			return nil // deleted with its endpoint meanwhile
+		}
 		return err
 	}
-	return s.settle(ctx, job, ep, d, p, out, release)
+	if done, ret := s.preflight(a, job, now); done {
+		return ret
+	}
+	d, ep = a.Delivery, a.Endpoint
+	if !ep.Enabled || a.Event == nil {
+		return s.discard(ctx, d, job.ID, map[bool]string{true: "endpoint disabled", false: "event pruned"}[!ep.Enabled])
+	}
+
+	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
+	if err != nil { // could not even build the request (secret unreadable …)
+		return err
+	}
+	ret, err := s.settle(ctx, ep, d, p, out, job.Attempt, job.MaxAttempts, job.ID)
+	if err != nil {
+		return err
+	}
+	if out.Verdict == Complete && p.MaxInFlight(ep.MaxInFlight) == 1 {
+		s.drain(ctx, ep, job.ID)
+	}
+	return ret
+}
+
+// preflight decides, from hookd's record, whether this job should send at
+// all; done=true means return ret without sending.
+func (s *Service) preflight(a *store.Attemptable, job *river.Job[DeliverArgs], now time.Time) (done bool, ret error) {
+	d := a.Delivery
+	// River is at-least-once: a job whose completion had not reached the
+	// database when its process died (or that the rescuer took from a slow
+	// process) runs again. hookd's own record says whether it was settled.
+	if d.State != endpoint.Pending || (d.JobID != 0 && d.JobID != job.ID) {
+		s.log.Debug("delivery already settled; not sending again", "delivery", d.ID, "state", d.State, "job", job.ID)
+		return true, nil
+	}
+	// The endpoint's lease holder sent this delivery (drain) and it failed:
+	// that send was this River attempt. Spend it, so River's count and
+	// backoff match what the receiver saw.
+	if d.Attempts >= job.Attempt {
+		return true, errors.New(d.LastError)
+	}
+	// A receiver's Retry-After is honoured even when the job runs early.
+	if (d.LastStatus == http.StatusTooManyRequests || d.LastStatus == http.StatusServiceUnavailable) &&
+		d.NextAttemptAt != nil && d.NextAttemptAt.After(now.Add(time.Second)) {
+		return true, river.JobSnooze(d.NextAttemptAt.Sub(now))
+	}
+	return false, nil
 }
 
 // attempt builds the signed request and sends it. No transaction is open.
@@ -121,25 +165,27 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter), nil
 }
 
-// settle records the outcome, moves the endpoint's state and releases the
-// lease, in one transaction; then tells River what to do with the job.
-func (s *Service) settle(ctx context.Context, job *river.Job[DeliverArgs], ep *endpoint.Endpoint, d *endpoint.Delivery, p profile.Profile, out Outcome, release func(*store.Q) error) error {
+// settle records an attempt's outcome and moves the endpoint's state, in one
+// transaction, and returns what River should do with the job. attempt is
+// the River attempt this send spent (1-based), maxAttempts the budget.
+func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, p profile.Profile, out Outcome, attempt, maxAttempts int, jobID int64) (error, error) {
 	now := s.now().UTC()
-	rec := store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: job.ID, Now: now.UnixMicro()}
+	rec := store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
 	var ret error
 	switch out.Verdict {
 	case Complete:
 		rec.State = endpoint.Delivered
 	case Snooze:
+		rec.Sent = false // Retry-After: no attempt spent
 		next := now.Add(out.Wait).UnixMicro()
 		rec.NextAttemptAt = &next
 		ret = river.JobSnooze(out.Wait)
 	case Retry:
-		if job.Attempt >= job.MaxAttempts {
+		if attempt >= maxAttempts {
 			rec.State = endpoint.Failed
-			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", job.Attempt)
+			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", attempt)
 		} else {
-			next := now.Add(p.Retry().After(job.Attempt)).UnixMicro()
+			next := now.Add(p.Retry().After(attempt)).UnixMicro()
 			rec.NextAttemptAt = &next
 		}
 		ret = errors.New(out.Error)
@@ -156,28 +202,27 @@ func (s *Service) settle(ctx context.Context, job *river.Job[DeliverArgs], ep *e
 			return err
 		}
 		if out.Verdict == Complete {
-			if ep.FailingSince != nil { // only a failing endpoint has anything to clear
-				if err := q.MarkEndpointHealthy(ctx, ep.ID); err != nil {
-					return err
-				}
+			if ep.FailingSince == nil { // only a failing endpoint has anything to clear
+				return nil
 			}
-		} else {
-			reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
-			since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
-			if err != nil && !apperr.IsNotFound(err) {
-				return err
-			}
-			if disabled {
-				s.log.Warn("endpoint disabled after continuous failure", "endpoint", ep.ID, "failing_since", time.UnixMicro(since).UTC())
-			}
+			ep.FailingSince = nil
+			return q.MarkEndpointHealthy(ctx, ep.ID)
 		}
-		return release(q)
+		reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
+		since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
+		if err != nil && !apperr.IsNotFound(err) {
+			return err
+		}
+		if disabled {
+			s.log.Warn("endpoint disabled after continuous failure", "endpoint", ep.ID, "failing_since", time.UnixMicro(since).UTC())
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("settle delivery %s: %w", d.ID, err)
+		return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 	}
-	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", ep.ID, "event", d.EventID, "attempt", job.Attempt, "verdict", out.Verdict.String(), "status", out.Status)
-	return ret
+	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", ep.ID, "event", d.EventID, "attempt", attempt, "verdict", out.Verdict.String(), "status", out.Status)
+	return ret, nil
 }
 
 // discard marks a delivery failed with reason and cancels its job.
@@ -188,4 +233,43 @@ func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64
 		return err
 	}
 	return river.JobCancel(errors.New(reason))
+}
+
+// drain sends the endpoint's next fresh deliveries (pending, never
+// attempted, due) while this job holds the exclusive lease, so a hot
+// endpoint is not paced by waiters' 2 s busy snoozes: the lease passes from
+// one delivery to the next at once. Each drained delivery is settled as its
+// own first attempt; its River job, when it runs, finds it settled (or, if
+// it failed, spends that attempt without sending again). The drain stops at
+// the first non-success, when nothing fresh is due, or well before the job
+// timeout.
+func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, holder int64) {
+	deadline, hasDeadline := ctx.Deadline()
+	budget := s.cfg.HTTPTimeout + 2*time.Second
+	for n := 0; n < s.cfg.DrainMax; n++ {
+		if ctx.Err() != nil || hasDeadline && time.Until(deadline) < budget {
+			return
+		}
+		q := s.db.Q()
+		now := s.now()
+		eventID, err := q.NextFresh(ctx, ep.ID, now.UnixMicro())
+		if err != nil || eventID == "" {
+			return
+		}
+		a, err := q.LoadAttempt(ctx, ep.ID, eventID)
+		if err != nil || a.Delivery.State != endpoint.Pending || a.Delivery.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
+			return // leave anything unusual to the delivery's own job
+		}
+		p, err := s.cfg.Profiles.Get(a.Owner.Profile)
+		if err != nil {
+			return
+		}
+		out, err := s.attempt(ctx, a.Endpoint, a.Delivery, a.Event, a.Owner, p, now)
+		if err != nil {
+			return
+		}
+		if _, err := s.settle(ctx, a.Endpoint, a.Delivery, p, out, 1, p.Retry().MaxAttempts, 0); err != nil || out.Verdict != Complete {
+			return
+		}
+	}
 }

@@ -48,6 +48,12 @@ type Config struct {
 	// JobTimeout bounds one attempt (default 15 s; the HTTP timeout sits
 	// inside it).
 	JobTimeout time.Duration
+	// HTTPTimeout is the egress client's timeout (default 10 s); the lease
+	// drain stops while a whole attempt still fits in the job timeout.
+	HTTPTimeout time.Duration
+	// DrainMax bounds how many deliveries one lease holder sends in a row
+	// (default 1000).
+	DrainMax int
 	// UserAgent is sent with every delivery.
 	UserAgent string
 }
@@ -85,6 +91,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.JobTimeout == 0 {
 		cfg.JobTimeout = JobTimeout
+	}
+	if cfg.HTTPTimeout == 0 {
+		cfg.HTTPTimeout = 10 * time.Second
+	}
+	if cfg.DrainMax == 0 {
+		cfg.DrainMax = 1000
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"

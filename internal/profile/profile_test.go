@@ -469,3 +469,59 @@ func utf8Lossy(in, out string) bool {
 	_ = json.Unmarshal(std, &ref)
 	return ref == out
 }
+
+// TestSignersPerSecret: signers are cached per secret; each secret still
+// signs with its own key, for both profiles, also past the cache bound.
+func TestSignersPerSecret(t *testing.T) {
+	body := []byte(`{"id":"evt_1"}`)
+	m := Message{DeliveryID: "dlv_1", EventID: "evt_1", EventType: "t", Body: body}
+	secrets := []string{goldenSecret, "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), goldenSecret}
+	for round := 0; round < 2; round++ {
+		for _, secret := range secrets {
+			h := http.Header{}
+			if err := (Kwork{}).Sign(h, secret, m, goldenAt); err != nil {
+				t.Fatal(err)
+			}
+			mac := hmac.New(sha256.New, []byte(secret))
+			fmt.Fprintf(mac, "%d.%s", goldenAt.Unix(), body)
+			if want := fmt.Sprintf("t=%d,v1=%x", goldenAt.Unix(), mac.Sum(nil)); h.Get(webhook.HeaderKworkSignature) != want {
+				t.Fatalf("kwork signed with the wrong key for %s", secret)
+			}
+			sh := http.Header{}
+			if err := (Standard{}).Sign(sh, secret, m, goldenAt); err != nil {
+				t.Fatal(err)
+			}
+			v, _ := webhook.NewVerifier(secret, webhook.WithClock(func() time.Time { return goldenAt }))
+			if _, err := v.Verify(sh, body); err != nil {
+				t.Fatalf("standard signed with the wrong key for %s: %v", secret, err)
+			}
+		}
+		// Push the cache past its bound, then sign again.
+		for i := 0; i <= maxSigners; i++ {
+			if _, err := kworkSigners.get(fmt.Sprintf("filler-secret-%06d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestSignHeadersIndependent: the three header values share one backing
+// array; adding to one header must not overwrite another.
+func TestSignHeadersIndependent(t *testing.T) {
+	m := Message{DeliveryID: "dlv_1", EventID: "evt_1", EventType: "t", Body: []byte(`{}`)}
+	for _, p := range []Profile{Kwork{}, Standard{}} {
+		h := http.Header{}
+		if err := p.Sign(h, goldenSecret, m, goldenAt); err != nil {
+			t.Fatal(err)
+		}
+		before := h.Clone()
+		for k := range before {
+			h.Add(k, "extra")
+		}
+		for k, v := range before {
+			if got := h.Values(k); len(got) != 2 || got[0] != v[0] || got[1] != "extra" {
+				t.Fatalf("%s: header %s became %v (was %v)", p.Name(), k, got, v)
+			}
+		}
+	}
+}

@@ -158,9 +158,10 @@ func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) 
 	return out, rs.Err()
 }
 
-// ResetDelivery puts a failed delivery back to pending under a new job.
+// ResetDelivery puts a failed delivery back to pending under a new job,
+// with a fresh attempt budget (attempts counts the current job's attempts).
 func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) error {
-	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
+	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, attempts = 0, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
 	if err != nil {
 		return fmt.Errorf("reset delivery: %w", err)
 	}

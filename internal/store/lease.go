@@ -22,6 +22,8 @@ func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
 }
 
 // TakeLease takes a free slot of the endpoint's lease until `until`
+// (or the slot holder already holds: a retried job whose release was lost
+// re-enters its own lease rather than waiting it out)
 // (UPDATE … SET busy_until … RETURNING): one statement, no transaction held
 // during the delivery. ok=false: every slot is busy.
 //
@@ -30,8 +32,8 @@ func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
 // sees "busy" and snoozes: never two holders of one slot.
 func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until int64) (slot int, ok bool, err error) {
 	err = q.q.queryRow(ctx, `UPDATE hookd_endpoint_leases SET busy_until = $4, holder = $2
-		WHERE endpoint_id = $1 AND busy_until <= $3
-		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND busy_until <= $3 ORDER BY slot LIMIT 1)
+		WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2)
+		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2) ORDER BY holder = $2 DESC, slot LIMIT 1)
 		RETURNING slot`, endpointID, holder, now, until).Scan(&slot)
 	if NotFound(err) {
 		return 0, false, nil
@@ -49,4 +51,21 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
+}
+
+// NextFresh returns the event id of the endpoint's oldest delivery that was
+// never attempted and is due by now ("" if none): what the lease holder
+// drains next. Retries waiting out a backoff and deliveries in the failing
+// cooldown are not due.
+func (q *Q) NextFresh(ctx context.Context, endpointID string, now int64) (string, error) {
+	var eventID string
+	err := q.q.queryRow(ctx, `SELECT event_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY id LIMIT 1`, endpointID, now).Scan(&eventID)
+	if NotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("next fresh delivery: %w", err)
+	}
+	return eventID, nil
 }

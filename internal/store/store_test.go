@@ -194,9 +194,9 @@ func TestOwners(t *testing.T) {
 	})
 }
 
-func ownerIDs(os []*owner.Owner) []string {
+func ownerIDs(list []*owner.Owner) []string {
 	var ids []string
-	for _, o := range os {
+	for _, o := range list {
 		ids = append(ids, o.ID)
 	}
 	return ids
