@@ -47,6 +47,9 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return river.JobCancel(err)
 	}
+	if p.Excluded(ev.Type, o) {
+		return nil
+	}
 	targets, err := w.targets(ctx, q, ev, o, p)
 	if err != nil {
 		return err

@@ -75,6 +75,12 @@ func (Kwork) Implicit(typ string, o *owner.Owner) bool {
 	return false
 }
 
+// Excluded: a page app's scopes come from its manifest, never granted one
+// by one, so it never gets app.scopes_changed, even subscribed to "*".
+func (Kwork) Excluded(typ string, o *owner.Owner) bool {
+	return typ == AppScopesChanged && o.Attributes[AttrAppKind] != "integration"
+}
+
 func (Kwork) ValidateOwner(attrs map[string]string) error {
 	if attrs[AttrApp] == "" {
 		return apperr.New(apperr.Invalid, "a kwork owner needs attribute app (the app id put in every envelope)")

@@ -48,6 +48,9 @@ type Profile interface {
 	// Implicit reports whether events of typ reach every endpoint of o
 	// without the endpoint listing it (kwork's app lifecycle events).
 	Implicit(typ string, o *owner.Owner) bool
+	// Excluded reports whether events of typ must never reach o's endpoints,
+	// whatever they subscribe to (kwork: app.scopes_changed for page apps).
+	Excluded(typ string, o *owner.Owner) bool
 	// ValidateOwner checks an owner's attributes for this profile.
 	ValidateOwner(attrs map[string]string) error
 	// Catalog lists the event types this profile ships.

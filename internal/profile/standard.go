@@ -32,6 +32,7 @@ func (Standard) Implicit(string, *owner.Owner) bool {
 	return false
 }
 func (Standard) ValidateOwner(map[string]string) error { return nil }
+func (Standard) Excluded(string, *owner.Owner) bool    { return false }
 
 func (Standard) ValidateSecret(secret string) error {
 	if _, err := webhook.NewSigner(secret); err != nil {
