@@ -2,18 +2,21 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-ts build run vet fmt bench fuzz
+.PHONY: help test test-go test-ts ts-build build run vet fmt bench fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests
+test: vet ts-build test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
+ts-build: ## install and build the TypeScript SDK (the Go cross-language test uses it)
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
 test-ts: ## TypeScript SDK tests (node --test)
-	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test
+	cd sdk/typescript && npm test
 
 vet: ## go vet and gofmt check
 	$(GO) vet $(PKGS)
