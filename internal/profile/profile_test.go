@@ -369,8 +369,16 @@ func TestKworkImplicit(t *testing.T) {
 		if got := (Kwork{}).Implicit(c.typ, kinds[c.kind]); got != c.want {
 			t.Errorf("Implicit(%s, %q) = %v, want %v", c.typ, c.kind, got, c.want)
 		}
-		if (Standard{}).Implicit(c.typ, kinds[c.kind]) {
-			t.Errorf("standard Implicit(%s) = true", c.typ)
+		if (Standard{}).Implicit(c.typ, kinds[c.kind]) || (Standard{}).Excluded(c.typ, kinds[c.kind]) {
+			t.Errorf("standard routes %s specially", c.typ)
+		}
+		// Only app.scopes_changed is ever refused, and only to non-integration apps.
+		wantExcluded := c.typ == AppScopesChanged && c.kind != "integration"
+		if got := (Kwork{}).Excluded(c.typ, kinds[c.kind]); got != wantExcluded {
+			t.Errorf("Excluded(%s, %q) = %v, want %v", c.typ, c.kind, got, wantExcluded)
+		}
+		if (Kwork{}).Excluded(c.typ, kinds[c.kind]) && (Kwork{}).Implicit(c.typ, kinds[c.kind]) {
+			t.Errorf("%s for %q is both implicit and excluded", c.typ, c.kind)
 		}
 	}
 }
