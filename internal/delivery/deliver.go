@@ -88,22 +88,24 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if !ok {
 		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
-	release := func(q *store.Q) error { return q.ReleaseLease(ctx, ep.ID, slot, job.ID) }
-	defer func() { _ = s.db.InTx(context.WithoutCancel(ctx), release) }()
-	// The lease's previous holder may have drained this delivery between
-	// the read above and the lease: look again now that no one else can.
-	if a, err = q.LoadAttempt(ctx, ep.ID, d.EventID); err != nil {
-		if apperr.IsNotFound(err) {
-			return nil // deleted with its endpoint meanwhile
+	defer func() { _ = q.ReleaseLease(context.WithoutCancel(ctx), ep.ID, slot, job.ID) }()
+	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
+	if exclusive {
+		// The lease's previous holder may have drained this delivery between
+		// the read above and the lease: look again now that no one else can.
+		if a, err = q.LoadAttempt(ctx, ep.ID, d.EventID); err != nil {
+			if apperr.IsNotFound(err) {
+				return nil // deleted with its endpoint meanwhile
+			}
+			return err
 		}
-		return err
-	}
-	if done, ret := s.preflight(a, job, now); done {
-		return ret
-	}
-	d, ep = a.Delivery, a.Endpoint
-	if !ep.Enabled || a.Event == nil {
-		return s.discard(ctx, d, job.ID, map[bool]string{true: "endpoint disabled", false: "event pruned"}[!ep.Enabled])
+		if done, ret := s.preflight(a, job, now); done {
+			return ret
+		}
+		d, ep = a.Delivery, a.Endpoint
+		if !ep.Enabled || a.Event == nil {
+			return s.discard(ctx, d, job.ID, map[bool]string{true: "endpoint disabled", false: "event pruned"}[!ep.Enabled])
+		}
 	}
 
 	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
@@ -114,7 +116,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
-	if out.Verdict == Complete && p.MaxInFlight(ep.MaxInFlight) == 1 {
+	if out.Verdict == Complete && exclusive {
 		s.drain(ctx, ep, job.ID)
 	}
 	return ret
@@ -197,7 +199,14 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	// cancelled (a hard stop): otherwise a delivered event would be sent again.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err := s.db.InTx(ctx, func(q *store.Q) error {
+	if out.Verdict == Complete && ep.FailingSince == nil {
+		// The common case: one write, nothing else to move.
+		if err := s.db.RecordAttemptRelaxed(ctx, rec); err != nil {
+			return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
+		}
+		return nil, nil
+	}
+	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
 		if err := q.RecordAttempt(ctx, rec); err != nil {
 			return err
 		}
@@ -246,16 +255,21 @@ func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64
 func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, holder int64) {
 	deadline, hasDeadline := ctx.Deadline()
 	budget := s.cfg.HTTPTimeout + 2*time.Second
+	var next []string
 	for n := 0; n < s.cfg.DrainMax; n++ {
 		if ctx.Err() != nil || hasDeadline && time.Until(deadline) < budget {
 			return
 		}
 		q := s.db.Q()
 		now := s.now()
-		eventID, err := q.NextFresh(ctx, ep.ID, now.UnixMicro())
-		if err != nil || eventID == "" {
-			return
+		if len(next) == 0 {
+			var err error
+			if next, err = q.NextFresh(ctx, ep.ID, now.UnixMicro(), 32); err != nil || len(next) == 0 {
+				return
+			}
 		}
+		eventID := next[0]
+		next = next[1:]
 		a, err := q.LoadAttempt(ctx, ep.ID, eventID)
 		if err != nil || a.Delivery.State != endpoint.Pending || a.Delivery.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
 			return // leave anything unusual to the delivery's own job

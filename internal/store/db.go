@@ -311,3 +311,31 @@ func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error)
 	err := db.base.queryRow(ctx, query, args...).Scan(&n)
 	return n, err
 }
+
+// InTxRelaxed is InTx for writes that may be lost in a database crash
+// without losing anything that matters: on PostgreSQL the commit does not
+// wait for its WAL flush (synchronous_commit off, for this transaction
+// only). hookd uses it to settle delivery attempts: if PostgreSQL itself
+// crashes, a "delivered" mark may roll back and that delivery is sent again
+// (at-least-once); events and jobs are never written this way. On SQLite
+// (WAL, synchronous=NORMAL) commits already skip the per-commit fsync.
+func (db *DB) InTxRelaxed(ctx context.Context, fn func(q *Q) error) error {
+	if db.pool == nil {
+		return db.InTx(ctx, fn)
+	}
+	return db.InTx(ctx, func(q *Q) error {
+		if _, err := q.q.exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		return fn(q)
+	})
+}
+
+// RecordAttemptRelaxed records an attempt alone, as InTxRelaxed would, in
+// the fewest round trips each engine allows.
+func (db *DB) RecordAttemptRelaxed(ctx context.Context, a Attempt) error {
+	if db.pool == nil {
+		return db.Q().RecordAttempt(ctx, a) // one autocommit statement
+	}
+	return db.InTxRelaxed(ctx, func(q *Q) error { return q.RecordAttempt(ctx, a) })
+}

@@ -53,19 +53,24 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 	return nil
 }
 
-// NextFresh returns the event id of the endpoint's oldest delivery that was
-// never attempted and is due by now ("" if none): what the lease holder
-// drains next. Retries waiting out a backoff and deliveries in the failing
-// cooldown are not due.
-func (q *Q) NextFresh(ctx context.Context, endpointID string, now int64) (string, error) {
-	var eventID string
-	err := q.q.queryRow(ctx, `SELECT event_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
-		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY id LIMIT 1`, endpointID, now).Scan(&eventID)
-	if NotFound(err) {
-		return "", nil
-	}
+// NextFresh returns the event ids of up to limit of the endpoint's oldest
+// deliveries that were never attempted and are due by now: what the lease
+// holder drains next. Retries waiting out a backoff and deliveries in the
+// failing cooldown are not due.
+func (q *Q) NextFresh(ctx context.Context, endpointID string, now int64, limit int) ([]string, error) {
+	rs, err := q.q.query(ctx, `SELECT event_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY id LIMIT $3`, endpointID, now, limit)
 	if err != nil {
-		return "", fmt.Errorf("next fresh delivery: %w", err)
+		return nil, fmt.Errorf("next fresh deliveries: %w", err)
 	}
-	return eventID, nil
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rs.Err()
 }
