@@ -212,8 +212,8 @@ func TestListDeliveries(t *testing.T) {
 		if d0.State != endpoint.Pending || d0.JobID != 900 || d0.FinishedAt != nil || d0.NextAttemptAt == nil || ts(*d0.NextAttemptAt) != now || ts(d0.UpdatedAt) != now {
 			t.Fatalf("after reset: %+v", d0)
 		}
-		if d0.Attempts != 1 {
-			t.Fatalf("reset changed attempts to %d; the history stays", d0.Attempts)
+		if d0.Attempts != 0 {
+			t.Fatalf("reset left attempts at %d; a redelivery starts a fresh budget (attempts counts the new job's)", d0.Attempts)
 		}
 		d4, err := q.FindDelivery(ctx, ep.ID, ds[4].EventID)
 		must(t, err)
