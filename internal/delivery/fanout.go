@@ -99,37 +99,44 @@ func (s *Service) enqueue(ctx context.Context, ev *event.Event, o *owner.Owner, 
 	now := s.now().UTC()
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
 	return s.db.InTx(ctx, func(q *store.Q) error {
-		ds := make([]*endpoint.Delivery, len(eps))
-		byEndpoint := make(map[string]*endpoint.Endpoint, len(eps))
-		for i, ep := range eps {
+		// Skip pairs a previous run enqueued, then insert the jobs first so
+		// each delivery row is written once, with its job id.
+		have, err := q.EndpointsWithDelivery(ctx, ev.ID)
+		if err != nil {
+			return err
+		}
+		var ds []*endpoint.Delivery
+		var params []river.InsertManyParams
+		for _, ep := range eps {
+			if have[ep.ID] {
+				continue
+			}
 			at := s.cfg.Rules.ScheduleFor(ep, now)
 			if ev.EndpointID != "" {
 				at = now // a test the owner asked for goes now, cooldown or not
 			}
-			ds[i] = &endpoint.Delivery{
+			d := &endpoint.Delivery{
 				ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: ev.ID, EventType: ev.Type,
 				State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
 			}
-			byEndpoint[ep.ID] = ep
+			ds = append(ds, d)
+			params = append(params, deliverParams(d, p, meta, at, now))
 		}
-		fresh, err := q.InsertDeliveries(ctx, ds)
-		if err != nil || len(fresh) == 0 {
-			return err
-		}
-		params := make([]river.InsertManyParams, len(fresh))
-		for i, d := range fresh {
-			params[i] = deliverParams(d, p, meta, *d.NextAttemptAt, now)
+		if len(ds) == 0 {
+			return nil
 		}
 		res, err := q.InsertJobs(ctx, params)
 		if err != nil {
 			return fmt.Errorf("enqueue deliveries: %w", err)
 		}
-		ids := make([]string, len(fresh))
-		jobIDs := make([]int64, len(fresh))
 		for i, r := range res {
-			ids[i], jobIDs[i] = fresh[i].ID, r.Job.ID
+			ds[i].JobID = r.Job.ID
 		}
-		return q.SetDeliveryJobs(ctx, ids, jobIDs)
+		// A concurrent fanout of the same event (rare) may have won a pair:
+		// ON CONFLICT skips it, and the job inserted here for it finds the
+		// delivery's job_id is another's and does nothing.
+		_, err = q.InsertDeliveries(ctx, ds)
+		return err
 	})
 }
 

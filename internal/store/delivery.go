@@ -68,16 +68,6 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 	return out, nil
 }
 
-// SetDeliveryJobs records each delivery's River job id.
-func (q *Q) SetDeliveryJobs(ctx context.Context, ids []string, jobIDs []int64) error {
-	for i, id := range ids {
-		if _, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET job_id = $2 WHERE id = $1`, id, jobIDs[i]); err != nil {
-			return fmt.Errorf("set delivery job: %w", err)
-		}
-	}
-	return nil
-}
-
 // FindDelivery returns the delivery of one event to one endpoint.
 func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endpoint.Delivery, error) {
 	d, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID))
@@ -195,4 +185,23 @@ func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64) (bool, err
 		return false, fmt.Errorf("owns job: %w", err)
 	}
 	return n > 0, nil
+}
+
+// EndpointsWithDelivery returns the endpoints that already have a delivery
+// of eventID (what a repeated fanout must skip).
+func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[string]bool, error) {
+	rs, err := q.q.query(ctx, `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("endpoints with delivery: %w", err)
+	}
+	defer rs.Close()
+	out := map[string]bool{}
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rs.Err()
 }
