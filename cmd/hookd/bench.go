@@ -25,7 +25,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: publish this many events/s (default: closed loop, as fast as possible)")
 	fs.StringVar(&o.Profile, "profile", "standard", "owners' profile: standard or kwork")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "the receiver answers 200 after this long")
-	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child `hookd serve` process instead of in this process")
+	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")
 	fs.IntVar(&o.Workers, "workers", 0, "hookd's deliveries in flight (default hookd's 100)")
 	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's 10ms; in-process only)")

@@ -204,6 +204,7 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		if err := s.db.RecordAttemptRelaxed(ctx, rec); err != nil {
 			return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 		}
+		s.logAttempt(d, attempt, out)
 		return nil, nil
 	}
 	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
@@ -230,8 +231,12 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	if err != nil {
 		return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 	}
-	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", ep.ID, "event", d.EventID, "attempt", attempt, "verdict", out.Verdict.String(), "status", out.Status)
+	s.logAttempt(d, attempt, out)
 	return ret, nil
+}
+
+func (s *Service) logAttempt(d *endpoint.Delivery, attempt int, out Outcome) {
+	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", d.EndpointID, "event", d.EventID, "attempt", attempt, "verdict", out.Verdict.String(), "status", out.Status)
 }
 
 // discard marks a delivery failed with reason and cancels its job.
