@@ -153,7 +153,7 @@ func TestBatchPublishIsOneTransaction(t *testing.T) {
 		if len(out.Data) != 50 {
 			t.Fatalf("batch answered %d ids", len(out.Data))
 		}
-		rc.waitFor(t, 50, 30*time.Second)
+		rc.waitFor(t, 50, 90*time.Second) // generous: CI runs every package at once under -race
 		if n := len(b.deliveries(ep.ID)); n != 50 {
 			t.Fatalf("%d deliveries, want 50 (the rejected batches wrote nothing)", n)
 		}
@@ -199,7 +199,7 @@ func TestLeaseOneInFlightPerEndpoint(t *testing.T) {
 			events[i] = map[string]any{"type": "slow.thing", "data": map[string]int{"i": i}}
 		}
 		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
-		got := rc.waitFor(t, 50, 60*time.Second)
+		got := rc.waitFor(t, 50, 90*time.Second)
 		if m := rc.maxInFl.Load(); m != 1 {
 			t.Fatalf("max concurrent requests to one endpoint = %d, want 1", m)
 		}
@@ -247,14 +247,17 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 			}
 		}
 		close(gate)
-		got := rc.waitFor(t, 30, 30*time.Second)
+		got := rc.waitFor(t, 30, 90*time.Second)
 		failedID := got[1].Header.Get("webhook-id")
-		d := b.waitDelivery(ep.ID, failedID, wait, func(d deliveryOut) bool { return d.Attempts >= 1 && d.LastStatus == 500 })
+		// (Under load the 5 s retry may already have happened by now.)
+		d := b.waitDelivery(ep.ID, failedID, wait, func(d deliveryOut) bool { return d.Attempts >= 1 })
 		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return len(j.Errors) > 0 })
 		if j.Errors[0].Attempt != 1 || !strings.Contains(j.Errors[0].Error, "500") {
 			t.Fatalf("failed delivery's job: first error %+v; want the drained failed send as attempt 1", j.Errors[0])
 		}
-		b.retryNow(d.JobID)
+		if j.FinalizedAt == nil {
+			b.retryNow(d.JobID)
+		}
 		d = b.waitDelivery(ep.ID, failedID, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 		if d.Attempts != 2 {
 			t.Fatalf("attempts %d, want 2 (the failed send, then the retry)", d.Attempts)

@@ -107,6 +107,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 			return s.discard(ctx, d, job.ID, map[bool]string{true: "endpoint disabled", false: "event pruned"}[!ep.Enabled])
 		}
 	}
+	// Claim the delivery: with several slots, a holder of another slot may
+	// be draining this endpoint; it must not send this one too.
+	if ok, err := q.ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		return river.JobSnooze(s.cfg.BusySnooze) // being sent, or just settled: look again later
+	}
 
 	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
 	if err != nil { // could not even build the request (secret unreadable …)
@@ -116,8 +124,8 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
-	if out.Verdict == Complete && exclusive {
-		s.drain(ctx, ep, job.ID)
+	if out.Verdict == Complete {
+		s.drain(ctx, ep)
 	}
 	return ret
 }
@@ -250,34 +258,30 @@ func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64
 }
 
 // drain sends the endpoint's next fresh deliveries (pending, never
-// attempted, due) while this job holds the exclusive lease, so a hot
-// endpoint is not paced by waiters' 2 s busy snoozes: the lease passes from
-// one delivery to the next at once. Each drained delivery is settled as its
-// own first attempt; its River job, when it runs, finds it settled (or, if
-// it failed, spends that attempt without sending again). The drain stops at
-// the first non-success, when nothing fresh is due, or well before the job
-// timeout.
-func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, holder int64) {
+// attempted, due) while this job holds a lease slot, so a hot endpoint is
+// not paced by waiters' 2 s busy snoozes: the slot passes from one delivery
+// to the next at once. Each delivery is claimed before it is sent (several
+// slot holders may drain one kwork endpoint) and settled as its own first
+// attempt; its River job, when it runs, finds it settled (or, if it failed,
+// spends that attempt without sending again). The drain stops at the first
+// non-success, when nothing fresh is due, after DrainMax, or while a whole
+// attempt still fits in the job timeout.
+func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint) {
 	deadline, hasDeadline := ctx.Deadline()
 	budget := s.cfg.HTTPTimeout + 2*time.Second
-	var next []string
 	for n := 0; n < s.cfg.DrainMax; n++ {
 		if ctx.Err() != nil || hasDeadline && time.Until(deadline) < budget {
 			return
 		}
 		q := s.db.Q()
 		now := s.now()
-		if len(next) == 0 {
-			var err error
-			if next, err = q.NextFresh(ctx, ep.ID, now.UnixMicro(), 32); err != nil || len(next) == 0 {
-				return
-			}
+		eventID, err := q.ClaimNextFresh(ctx, ep.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+		if err != nil || eventID == "" {
+			return
 		}
-		eventID := next[0]
-		next = next[1:]
 		a, err := q.LoadAttempt(ctx, ep.ID, eventID)
 		if err != nil || a.Delivery.State != endpoint.Pending || a.Delivery.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
-			return // leave anything unusual to the delivery's own job
+			return // leave anything unusual to the delivery's own job (the claim expires)
 		}
 		p, err := s.cfg.Profiles.Get(a.Owner.Profile)
 		if err != nil {

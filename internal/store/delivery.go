@@ -100,7 +100,7 @@ func (q *Q) RecordAttempt(ctx context.Context, a Attempt) error {
 	if a.Sent {
 		sent = 1
 	}
-	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
+	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
 		next_attempt_at = $6, finished_at = $7, updated_at = $8, job_id = CASE WHEN CAST($9 AS BIGINT) = 0 THEN job_id ELSE CAST($9 AS BIGINT) END WHERE id = $1`,
 		a.DeliveryID, sent, a.Status, a.Error, string(a.State), a.NextAttemptAt, finished, a.Now, a.JobID)
 	if err != nil {

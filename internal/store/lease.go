@@ -53,24 +53,33 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 	return nil
 }
 
-// NextFresh returns the event ids of up to limit of the endpoint's oldest
-// deliveries that were never attempted and are due by now: what the lease
-// holder drains next. Retries waiting out a backoff and deliveries in the
-// failing cooldown are not due.
-func (q *Q) NextFresh(ctx context.Context, endpointID string, now int64, limit int) ([]string, error) {
-	rs, err := q.q.query(ctx, `SELECT event_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
-		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) ORDER BY id LIMIT $3`, endpointID, now, limit)
+// ClaimDelivery claims a pending delivery for sending until `until`, if it
+// still has the attempts the caller read and nobody else holds a claim.
+func (q *Q) ClaimDelivery(ctx context.Context, id string, attempts int, now, until int64) (bool, error) {
+	n, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
+		WHERE id = $1 AND state = 'pending' AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`, id, attempts, now, until)
 	if err != nil {
-		return nil, fmt.Errorf("next fresh deliveries: %w", err)
+		return false, fmt.Errorf("claim delivery: %w", err)
 	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
+	return n == 1, nil
+}
+
+// ClaimNextFresh claims the endpoint's oldest fresh delivery (pending,
+// never attempted, due, unclaimed) until `until` and returns its event id
+// ("" if none): what a lease holder drains next.
+func (q *Q) ClaimNextFresh(ctx context.Context, endpointID string, now, until int64) (string, error) {
+	var eventID string
+	err := q.q.queryRow(ctx, `UPDATE hookd_deliveries SET claimed_until = $3
+		WHERE (claimed_until IS NULL OR claimed_until <= $2) AND state = 'pending' AND attempts = 0
+		  AND id = (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+		            AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
+		            ORDER BY id LIMIT 1)
+		RETURNING event_id`, endpointID, now, until).Scan(&eventID)
+	if NotFound(err) {
+		return "", nil
 	}
-	return out, rs.Err()
+	if err != nil {
+		return "", fmt.Errorf("claim next fresh delivery: %w", err)
+	}
+	return eventID, nil
 }
