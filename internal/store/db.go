@@ -58,6 +58,12 @@ type DB struct {
 	pool   *pgxpool.Pool
 	base   querier
 	queue  queue
+	stmts  *stmtCache // SQLite only
+}
+
+func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {
+	c := &stmtCache{db: sqlDB, stmts: map[string]*sql.Stmt{}}
+	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB, cache: c}, stmts: c}
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -95,7 +101,7 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 		sqlDB.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{sqlDB}}, nil
+	return newSQLiteDB(sqlDB, path, log), nil
 }
 
 // urlHasParam reports whether a postgres:// URL sets query parameter name.
@@ -210,7 +216,7 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Q{db: db, q: sqlQuerier{tx}, tx: tx}); err != nil {
+	if err := fn(&Q{db: db, q: sqlQuerier{c: tx, tx: tx, cache: db.stmts}, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -229,7 +235,7 @@ func (db *DB) WithTx(tx any) (*Q, error) {
 		if db.Engine != SQLite {
 			return nil, errors.New("a *sql.Tx was given, but hookd runs on PostgreSQL: pass a pgx.Tx")
 		}
-		return &Q{db: db, q: sqlQuerier{t}, tx: t}, nil
+		return &Q{db: db, q: sqlQuerier{c: t, tx: t, cache: db.stmts}, tx: t}, nil
 	case pgx.Tx:
 		if db.Engine != Postgres {
 			return nil, errors.New("a pgx.Tx was given, but hookd runs on SQLite: pass a *sql.Tx")
@@ -293,7 +299,7 @@ func FromSQL(sqlDB *sql.DB, log *slog.Logger) *DB {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &DB{Engine: SQLite, log: log, sqlDB: sqlDB, base: sqlQuerier{sqlDB}}
+	return newSQLiteDB(sqlDB, "", log)
 }
 
 // FromPool wraps a PostgreSQL pool the caller opened (library mode); schema
