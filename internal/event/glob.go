@@ -24,26 +24,24 @@ func IsLiteral(g string) bool { return !strings.Contains(g, "*") }
 
 // Match reports whether name matches glob g ('*' matches any run, even empty).
 func Match(g, name string) bool {
-	for {
-		star := strings.IndexByte(g, '*')
-		if star < 0 {
-			return g == name
-		}
-		if !strings.HasPrefix(name, g[:star]) {
-			return false
-		}
-		name, g = name[star:], g[star+1:]
-		if g == "" {
-			return true
-		}
-		// Try every split point for the rest of the glob.
-		for i := 0; i <= len(name); i++ {
-			if Match(g, name[i:]) {
-				return true
-			}
-		}
+	star := strings.IndexByte(g, '*')
+	if star < 0 {
+		return g == name
+	}
+	if !strings.HasPrefix(name, g[:star]) {
 		return false
 	}
+	name, g = name[star:], g[star+1:]
+	if g == "" {
+		return true
+	}
+	// Try every split point for the rest of the glob.
+	for i := 0; i <= len(name); i++ {
+		if Match(g, name[i:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // MatchAny reports whether name matches any of globs.

@@ -83,18 +83,8 @@ func (s *Server) Authenticate(ctx context.Context, authorization, ownerName stri
 	if k.RevokedAt != nil {
 		return ops.Principal{}, apperr.New(apperr.Unauthorized, "API key %s was revoked", k.ID)
 	}
-	p := ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID}
-	if k.Role == owner.Operator {
-		p.OwnerID = ownerName
-		if ownerName != "" {
-			if _, err := s.DB.Q().GetOwner(ctx, ownerName); err != nil {
-				return ops.Principal{}, err
-			}
-		}
-	} else if ownerName != "" && ownerName != k.OwnerID {
-		return ops.Principal{}, apperr.New(apperr.NotFound, "owner %q not found", ownerName)
-	}
-	return p, nil
+	// An operator key has no owner of its own; ActAs applies the one named.
+	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID}, ownerName)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

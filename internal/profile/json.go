@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -62,5 +61,3 @@ func appendTime(dst []byte, t time.Time, layout string) []byte {
 	dst = t.UTC().AppendFormat(dst, layout)
 	return append(dst, '"')
 }
-
-func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }

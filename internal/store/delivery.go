@@ -167,17 +167,6 @@ func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64
 	return n, nil
 }
 
-// TrimDeliveries keeps only the newest keep finished deliveries of an
-// endpoint (a profile's delivery-log window), deleting older finished ones.
-func (q *Q) TrimDeliveries(ctx context.Context, endpointID string, keep int) (int64, error) {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_deliveries WHERE endpoint_id = $1 AND finished_at IS NOT NULL AND id < (
-		SELECT COALESCE(MIN(id), '') FROM (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2) newest)`, endpointID, keep)
-	if err != nil {
-		return 0, fmt.Errorf("trim deliveries: %w", err)
-	}
-	return n, nil
-}
-
 // OwnsJob reports whether River job id is a delivery of ownerID's.
 func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64) (bool, error) {
 	var n int

@@ -61,6 +61,9 @@ func (db *DB) migrateSQLite(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
+		//lint:ignore SA1019 MigrateTx is deprecated because some PostgreSQL migrations cannot
+		// share one transaction; on SQLite River's migrations can, and the
+		// one transaction is what serialises concurrent migrators.
 		if _, err := m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
