@@ -134,7 +134,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		Scope:  scope.Predicate{Source: cfg.ScopeSource},
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
-		HTTPTimeout: cfg.HTTPTimeout,
+		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg),
 	})
 	rc := riverConfig(cfg, engine)
 	queue, err := db.NewRiver(rc)
@@ -168,6 +168,16 @@ func (h *Hookd) mountProjections() error {
 	h.API.Extra["/mcp"] = tools.Handler(h.API.Authenticate)
 	h.API.Extra["GET /openapi.json"] = doc
 	return nil
+}
+
+// drainFor is how long a lease holder's job may drain its endpoint past
+// one attempt's bound: up to 10 s, while the job's whole timeout stays
+// under half of River's stuck-job rescue (a draining job is never taken for
+// a dead one).
+func drainFor(cfg Config) time.Duration {
+	rescue := cmp.Or(cfg.RescueStuckJobsAfter, time.Minute)
+	d := min(10*time.Second, rescue/2-cmp.Or(cfg.JobTimeout, delivery.JobTimeout))
+	return max(d, 0)
 }
 
 func riverConfig(cfg Config, engine *delivery.Service) *river.Config {

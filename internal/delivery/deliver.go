@@ -35,7 +35,11 @@ type deliverWorker struct {
 	s *Service
 }
 
-func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.s.cfg.JobTimeout }
+// Timeout is one attempt's bound plus the window in which a lease holder
+// may go on draining its endpoint (DrainFor).
+func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration {
+	return w.s.cfg.JobTimeout + w.s.cfg.DrainFor
+}
 
 // NextRetry is the profile's schedule: the wait after the job's nth failed
 // send. Snoozes do not count (River does not spend an attempt on them).
@@ -88,7 +92,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if !ok {
 		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
-	defer func() { _ = q.ReleaseLease(context.WithoutCancel(ctx), ep.ID, slot, job.ID) }()
+	defer func() { _ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), ep.ID, slot, job.ID) }()
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
 	if exclusive {
 		// The lease's previous holder may have drained this delivery between
@@ -108,12 +112,16 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		}
 	}
 	// Claim the delivery: with several slots, a holder of another slot may
-	// be draining this endpoint; it must not send this one too.
-	if ok, err := q.ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
+	// be draining this endpoint; it must not send this one too. (Under an
+	// exclusive lease nobody else sends.)
+	if !exclusive {
+		ok, err := s.db.Relaxed().ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 		if err != nil {
 			return err
 		}
-		return river.JobSnooze(s.cfg.BusySnooze) // being sent, or just settled: look again later
+		if !ok {
+			return river.JobSnooze(s.cfg.BusySnooze) // being sent, or just settled: look again later
+		}
 	}
 
 	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
@@ -125,7 +133,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		return err
 	}
 	if out.Verdict == Complete {
-		s.drain(ctx, ep)
+		s.drain(ctx, ep, slot, job.ID, exclusive, now)
 	}
 	return ret
 }
@@ -209,7 +217,7 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	defer cancel()
 	if out.Verdict == Complete && ep.FailingSince == nil {
 		// The common case: one write, nothing else to move.
-		if err := s.db.RecordAttemptRelaxed(ctx, rec); err != nil {
+		if err := s.db.Relaxed().RecordAttempt(ctx, rec); err != nil {
 			return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 		}
 		s.logAttempt(d, attempt, out)
@@ -255,44 +263,4 @@ func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64
 		return err
 	}
 	return river.JobCancel(errors.New(reason))
-}
-
-// drain sends the endpoint's next fresh deliveries (pending, never
-// attempted, due) while this job holds a lease slot, so a hot endpoint is
-// not paced by waiters' 2 s busy snoozes: the slot passes from one delivery
-// to the next at once. Each delivery is claimed before it is sent (several
-// slot holders may drain one kwork endpoint) and settled as its own first
-// attempt; its River job, when it runs, finds it settled (or, if it failed,
-// spends that attempt without sending again). The drain stops at the first
-// non-success, when nothing fresh is due, after DrainMax, or while a whole
-// attempt still fits in the job timeout.
-func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint) {
-	deadline, hasDeadline := ctx.Deadline()
-	budget := s.cfg.HTTPTimeout + 2*time.Second
-	for n := 0; n < s.cfg.DrainMax; n++ {
-		if ctx.Err() != nil || hasDeadline && time.Until(deadline) < budget {
-			return
-		}
-		q := s.db.Q()
-		now := s.now()
-		eventID, err := q.ClaimNextFresh(ctx, ep.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
-		if err != nil || eventID == "" {
-			return
-		}
-		a, err := q.LoadAttempt(ctx, ep.ID, eventID)
-		if err != nil || a.Delivery.State != endpoint.Pending || a.Delivery.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
-			return // leave anything unusual to the delivery's own job (the claim expires)
-		}
-		p, err := s.cfg.Profiles.Get(a.Owner.Profile)
-		if err != nil {
-			return
-		}
-		out, err := s.attempt(ctx, a.Endpoint, a.Delivery, a.Event, a.Owner, p, now)
-		if err != nil {
-			return
-		}
-		if _, err := s.settle(ctx, a.Endpoint, a.Delivery, p, out, 1, p.Retry().MaxAttempts, 0); err != nil || out.Verdict != Complete {
-			return
-		}
-	}
 }

@@ -54,6 +54,18 @@ type Config struct {
 	// DrainMax bounds how many deliveries one lease holder sends in a row
 	// (default 1000).
 	DrainMax int
+	// DrainFor is how long past its first attempt's bound (JobTimeout) a
+	// lease holder's job may go on draining its endpoint; the job's River
+	// timeout is JobTimeout + DrainFor, which must stay under River's
+	// RescueStuckJobsAfter (0: drain only within JobTimeout).
+	DrainFor time.Duration
+	// DrainBatch is how many deliveries a drain claims, loads and records
+	// at a time (default 32).
+	DrainBatch int
+	// FanoutBatch is how many other events awaiting fanout one fanout job
+	// takes along (default 100), FanoutPairs how many deliveries it stops
+	// adding events at (default 5000).
+	FanoutBatch, FanoutPairs int
 	// UserAgent is sent with every delivery.
 	UserAgent string
 }
@@ -97,6 +109,15 @@ func New(cfg Config) *Service {
 	}
 	if cfg.DrainMax == 0 {
 		cfg.DrainMax = 1000
+	}
+	if cfg.DrainBatch == 0 {
+		cfg.DrainBatch = 32
+	}
+	if cfg.FanoutBatch == 0 {
+		cfg.FanoutBatch = 100
+	}
+	if cfg.FanoutPairs == 0 {
+		cfg.FanoutPairs = 5000
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"

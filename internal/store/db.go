@@ -264,6 +264,19 @@ func (q *Q) InsertJobs(ctx context.Context, params []river.InsertManyParams) ([]
 	return q.db.queue.insertManyTx(ctx, q.tx, params)
 }
 
+// DeleteJobs deletes River jobs, except running ones: the fanout jobs of
+// events another fanout took along.
+func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	st := deleteJobsStmt(ids)
+	if _, err := q.q.exec(ctx, st.sql, st.args...); err != nil {
+		return fmt.Errorf("delete jobs: %w", err)
+	}
+	return nil
+}
+
 // --- time and JSON columns ---
 
 func ts(t time.Time) int64 { return t.UnixMicro() }
@@ -337,11 +350,16 @@ func (db *DB) InTxRelaxed(ctx context.Context, fn func(q *Q) error) error {
 	})
 }
 
-// RecordAttemptRelaxed records an attempt alone, as InTxRelaxed would, in
-// the fewest round trips each engine allows.
-func (db *DB) RecordAttemptRelaxed(ctx context.Context, a Attempt) error {
+// Relaxed returns the store's queries outside any transaction, each write
+// committed without waiting for its WAL flush on PostgreSQL (one round
+// trip, as InTxRelaxed would for one statement). For writes whose loss in a
+// database crash is safe: an attempt record (the delivery is sent again),
+// a claim (it expires or reverts: sent again), a lease release (the lease
+// expires after LeaseFor). Never for events, jobs or a lease take. On
+// SQLite it is Q.
+func (db *DB) Relaxed() *Q {
 	if db.pool == nil {
-		return db.Q().RecordAttempt(ctx, a) // one autocommit statement
+		return db.Q()
 	}
-	return db.InTxRelaxed(ctx, func(q *Q) error { return q.RecordAttempt(ctx, a) })
+	return &Q{db: db, q: pgRelaxed{db.pool}}
 }

@@ -27,13 +27,14 @@ func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
 // (UPDATE … SET busy_until … RETURNING): one statement, no transaction held
 // during the delivery. ok=false: every slot is busy.
 //
-// Under concurrency on PostgreSQL two takers may pick the same free slot;
-// the row lock makes the second re-check busy_until and update nothing, so it
-// sees "busy" and snoozes: never two holders of one slot.
+// Under concurrency on PostgreSQL takers skip slots another taker is
+// locking, so N concurrent takers of an N-slot lease land on N slots; the
+// outer WHERE re-checks busy_until under the row lock: never two holders of
+// one slot.
 func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until int64) (slot int, ok bool, err error) {
 	err = q.q.queryRow(ctx, `UPDATE hookd_endpoint_leases SET busy_until = $4, holder = $2
 		WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2)
-		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2) ORDER BY holder = $2 DESC, slot LIMIT 1)
+		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2) ORDER BY holder = $2 DESC, slot LIMIT 1`+q.skipLocked()+`)
 		RETURNING slot`, endpointID, holder, now, until).Scan(&slot)
 	if NotFound(err) {
 		return 0, false, nil
@@ -42,6 +43,17 @@ func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until
 		return 0, false, fmt.Errorf("take lease: %w", err)
 	}
 	return slot, true, nil
+}
+
+// skipLocked makes concurrent takers on PostgreSQL pass over rows another
+// taker is updating (a lease slot, a fresh delivery) and take the next free
+// one, instead of queueing on the same row and finding it gone. SQLite has
+// one writer at a time and no such clause.
+func (q *Q) skipLocked() string {
+	if q.db.Engine == Postgres {
+		return ` FOR UPDATE SKIP LOCKED`
+	}
+	return ``
 }
 
 // ReleaseLease frees a slot, if holder still holds it.
@@ -57,29 +69,51 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 // still has the attempts the caller read and nobody else holds a claim.
 func (q *Q) ClaimDelivery(ctx context.Context, id string, attempts int, now, until int64) (bool, error) {
 	n, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
-		WHERE id = $1 AND state = 'pending' AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`, id, attempts, now, until)
+		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`, id, attempts, now, until)
 	if err != nil {
 		return false, fmt.Errorf("claim delivery: %w", err)
 	}
 	return n == 1, nil
 }
 
-// ClaimNextFresh claims the endpoint's oldest fresh delivery (pending,
-// never attempted, due, unclaimed) until `until` and returns its event id
-// ("" if none): what a lease holder drains next.
-func (q *Q) ClaimNextFresh(ctx context.Context, endpointID string, now, until int64) (string, error) {
-	var eventID string
-	err := q.q.queryRow(ctx, `UPDATE hookd_deliveries SET claimed_until = $3
-		WHERE (claimed_until IS NULL OR claimed_until <= $2) AND state = 'pending' AND attempts = 0
-		  AND id = (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+// ClaimFresh claims up to limit of the endpoint's oldest fresh deliveries
+// (pending, never attempted, due, unclaimed) until `until` and returns
+// their ids: what a lease holder drains next. Concurrent claimers (the
+// holders of a kwork subscription's slots) get disjoint sets.
+func (q *Q) ClaimFresh(ctx context.Context, endpointID string, limit int, now, until int64) ([]string, error) {
+	// The candidates are picked once, in a materialized CTE: PostgreSQL may
+	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
+	// more than limit.
+	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
 		            AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
-		            ORDER BY id LIMIT 1)
-		RETURNING event_id`, endpointID, now, until).Scan(&eventID)
-	if NotFound(err) {
-		return "", nil
-	}
+		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
+		UPDATE hookd_deliveries SET claimed_until = $3
+		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
+		RETURNING id`, endpointID, now, until, limit)
 	if err != nil {
-		return "", fmt.Errorf("claim next fresh delivery: %w", err)
+		return nil, fmt.Errorf("claim fresh deliveries: %w", err)
 	}
-	return eventID, nil
+	defer rs.Close()
+	var ids []string
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("claim fresh deliveries: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rs.Err()
+}
+
+// ReleaseClaims gives up claims on deliveries that were not sent, so their
+// own jobs (or another drain) can send them at once.
+func (q *Q) ReleaseClaims(ctx context.Context, deliveryIDs []string) error {
+	if len(deliveryIDs) == 0 {
+		return nil
+	}
+	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL WHERE `+stillPending+` AND id IN (`+placeholders(1, len(deliveryIDs))+`)`, anys(deliveryIDs)...)
+	if err != nil {
+		return fmt.Errorf("release claims: %w", err)
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -20,10 +22,73 @@ type Attemptable struct {
 	Event *event.Event
 }
 
+// attemptSelect reads a delivery with its endpoint, owner and event; the
+// caller appends the WHERE clause.
+const attemptSelect = `SELECT
+		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
+		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at,
+		o.profile, o.attributes, o.created_at,
+		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
+	FROM hookd_deliveries d
+	JOIN hookd_endpoints e ON e.id = d.endpoint_id
+	JOIN hookd_owners o ON o.id = d.owner_id
+	LEFT JOIN hookd_events ev ON ev.id = d.event_id
+	WHERE `
+
 // LoadAttempt reads a delivery with its endpoint, owner and event in one
 // round trip (the deliver worker's hot path). NotFound when the delivery is
 // gone (its endpoint was deleted).
 func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attemptable, error) {
+	a, err := scanAttempt(q.q.queryRow(ctx, attemptSelect+`d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load attempt: %w", err)
+	}
+	return a, nil
+}
+
+// LoadAttempts reads the deliveries with these ids (those that still
+// exist), oldest first, in one round trip: what a lease drain sends next.
+func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*Attemptable, error) {
+	if len(deliveryIDs) == 0 {
+		return nil, nil
+	}
+	return q.attempts(ctx, "load attempts", attemptSelect+`d.id IN (`+placeholders(1, len(deliveryIDs))+`) ORDER BY d.id`, anys(deliveryIDs)...)
+}
+
+// FreshAttempts reads up to limit of the endpoint's oldest fresh
+// deliveries (pending, never attempted, due, unclaimed) with everything an
+// attempt needs, in one query and without claiming them: for the holder
+// of an exclusive lease, whom nobody else can send beside.
+func (q *Q) FreshAttempts(ctx context.Context, endpointID string, limit int, now int64) ([]*Attemptable, error) {
+	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.state = 'pending' AND d.attempts = 0
+		AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2) AND (d.claimed_until IS NULL OR d.claimed_until <= $2)
+		ORDER BY d.id LIMIT $3`, endpointID, now, limit)
+}
+
+func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*Attemptable, error) {
+	rs, err := q.q.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rs.Close()
+	var out []*Attemptable
+	for rs.Next() {
+		a, err := scanAttempt(rs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, a)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+func scanAttempt(r row) (*Attemptable, error) {
 	var (
 		a                                 Attemptable
 		d                                 endpoint.Delivery
@@ -38,25 +103,13 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 		evOccurred, evCreated             *int64
 		evData                            []byte
 	)
-	err := q.q.queryRow(ctx, `SELECT
-		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
-		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at,
-		o.profile, o.attributes, o.created_at,
-		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
-	FROM hookd_deliveries d
-	JOIN hookd_endpoints e ON e.id = d.endpoint_id
-	JOIN hookd_owners o ON o.id = d.owner_id
-	LEFT JOIN hookd_events ev ON ev.id = d.event_id
-	WHERE d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID).Scan(
+	err := r.Scan(
 		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &dNext, &dCreated, &dUpdated, &dFinished,
 		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated,
 		&o.Profile, &attrs, &oCreated,
 		&evID, &evType, &evSubject, &evOccurred, &evData, &evTenant, &evEndpoint, &evKey, &evCreated)
-	if NotFound(err) {
-		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("load attempt: %w", err)
+		return nil, err
 	}
 	d.NextAttemptAt, d.FinishedAt = fromTSPtr(dNext), fromTSPtr(dFinished)
 	d.CreatedAt, d.UpdatedAt = fromTS(dCreated), fromTS(dUpdated)
@@ -79,4 +132,25 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 		}
 	}
 	return &a, nil
+}
+
+// placeholders returns "$from, …, $(from+n-1)".
+func placeholders(from, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('$')
+		sb.WriteString(strconv.Itoa(from + i))
+	}
+	return sb.String()
+}
+
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // querier is the one query surface hookd's SQL is written against. Both
@@ -195,4 +196,86 @@ func (r pgRow) Scan(dest ...any) error {
 		return errNoRows
 	}
 	return err
+}
+
+// pgRelaxed runs each statement in its own implicit transaction whose
+// commit does not wait for the WAL flush (synchronous_commit off for that
+// transaction only), in one round trip: set_config and the statement go
+// out as one pipelined batch. For writes a database crash may lose without
+// losing anything that matters (see DB.Relaxed).
+type pgRelaxed struct{ pool *pgxpool.Pool }
+
+const relaxCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
+func (p pgRelaxed) send(ctx context.Context, q string, args ...any) pgx.BatchResults {
+	var b pgx.Batch
+	b.Queue(relaxCommit)
+	b.Queue(q, args...)
+	return p.pool.SendBatch(ctx, &b)
+}
+
+func (p pgRelaxed) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	br := p.send(ctx, q, args...)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, err
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), br.Close()
+}
+
+func (p pgRelaxed) query(ctx context.Context, q string, args ...any) (rows, error) {
+	br := p.send(ctx, q, args...)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	r, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return pgBatchRows{r, br}, nil
+}
+
+func (p pgRelaxed) queryRow(ctx context.Context, q string, args ...any) row {
+	r, err := p.query(ctx, q, args...)
+	return pgFirstRow{r, err}
+}
+
+// pgBatchRows closes its batch with the rows (which returns the connection).
+type pgBatchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r pgBatchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+type pgFirstRow struct {
+	r   rows
+	err error
+}
+
+func (f pgFirstRow) Scan(dest ...any) error {
+	if f.err != nil {
+		return f.err
+	}
+	defer f.r.Close()
+	if !f.r.Next() {
+		if err := f.r.Err(); err != nil {
+			return err
+		}
+		return errNoRows
+	}
+	if err := f.r.Scan(dest...); err != nil {
+		return err
+	}
+	f.r.Close()
+	return f.r.Err()
 }

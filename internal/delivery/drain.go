@@ -1,0 +1,179 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// drain sends the endpoint's next fresh deliveries (pending, never
+// attempted, due) while this job holds a lease slot, so a hot endpoint is
+// not paced by waiters' 2 s busy snoozes: the slot passes from one delivery
+// to the next at once. It reads DrainBatch of them at a time in one query
+// (claiming them first when other slots' holders drain too: claims are
+// disjoint) and sends them in order. Successes are recorded by a recorder
+// in the background, many per statement, in relaxed transactions that also
+// delete their River jobs unrun (this job sent them): a drained delivery
+// costs a fraction of a statement instead of a River fetch, a load and a
+// completion. A failure is settled at once as the delivery's first attempt
+// and stops the drain; its River job, when it runs, spends that attempt
+// without sending again. The drain also stops when nothing fresh is due,
+// after DrainMax, or while a whole attempt still fits in the job's
+// timeout. A process killed mid-drain sends again only the successes not
+// yet recorded: those of the flush in progress and the sends since.
+func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
+	deadline, hasDeadline := ctx.Deadline()
+	budget := s.cfg.HTTPTimeout + 2*time.Second
+	canSend := func() bool { return ctx.Err() == nil && (!hasDeadline || time.Until(deadline) >= budget) }
+	q, rq := s.db.Q(), s.db.Relaxed()
+	rec := &recorder{s: s, endpointID: ep.ID}
+	defer rec.wait()
+	for sent := 0; sent < s.cfg.DrainMax; {
+		if !canSend() {
+			return
+		}
+		now := s.now()
+		if now.Sub(leased) > s.cfg.LeaseFor/4 { // the drain may outlast LeaseFor: keep the slot
+			if _, ok, err := q.TakeLease(ctx, ep.ID, holder, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
+				return
+			}
+			leased = now
+		}
+		limit := min(s.cfg.DrainBatch, s.cfg.DrainMax-sent)
+		var (
+			batch []*store.Attemptable
+			err   error
+		)
+		if exclusive {
+			// Nobody sends beside the holder of an exclusive lease: read the
+			// batch without claiming it (one query, no write). The previous
+			// batch's successes must be recorded first, or they would be
+			// read again.
+			if !rec.wait() {
+				return
+			}
+			batch, err = q.FreshAttempts(ctx, ep.ID, limit, now.UnixMicro())
+		} else {
+			// Other slots' holders drain too: claim a disjoint batch first.
+			var claimed []string
+			if claimed, err = rq.ClaimFresh(ctx, ep.ID, limit, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err == nil && len(claimed) > 0 {
+				if batch, err = q.LoadAttempts(ctx, claimed); err != nil {
+					_ = rq.ReleaseClaims(context.WithoutCancel(ctx), claimed)
+				}
+			}
+		}
+		if err != nil || len(batch) == 0 {
+			return
+		}
+		var unsent []string
+		stopped := false
+		for _, a := range batch {
+			d := a.Delivery
+			p, err := s.cfg.Profiles.Get(a.Owner.Profile)
+			if stopped || !canSend() || err != nil || d.State != endpoint.Pending || d.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
+				stopped = stopped || !canSend()
+				unsent = append(unsent, d.ID) // left to the delivery's own job
+				continue
+			}
+			out, err := s.attempt(ctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
+			if err != nil {
+				stopped = true
+				unsent = append(unsent, d.ID)
+				continue
+			}
+			sent++
+			if out.Verdict == Complete {
+				rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status}, d.JobID)
+				s.logAttempt(d, 1, out)
+				continue
+			}
+			// The endpoint stopped answering 2xx: settle this one now (it
+			// moves the endpoint's health) and leave the rest to their jobs.
+			_, _ = s.settle(ctx, a.Endpoint, d, p, out, 1, p.Retry().MaxAttempts, 0)
+			stopped = true
+		}
+		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing
+			_ = rq.ReleaseClaims(context.WithoutCancel(ctx), unsent)
+		}
+		if stopped || len(batch) < limit {
+			return
+		}
+	}
+}
+
+// recorder records a drain's successes in the background: whatever
+// accumulated while the previous flush ran goes in the next one, so the
+// drain keeps sending and each flush carries as many as arrived meanwhile.
+type recorder struct {
+	s          *Service
+	endpointID string
+	mu         sync.Mutex
+	done       []store.Delivered
+	jobs       []int64
+	busy       bool
+	failed     bool
+	idle       sync.WaitGroup
+}
+
+func (r *recorder) add(d store.Delivered, jobID int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = append(r.done, d)
+	r.jobs = append(r.jobs, jobID)
+	if !r.busy {
+		r.busy = true
+		r.idle.Add(1)
+		go r.loop()
+	}
+}
+
+func (r *recorder) loop() {
+	defer r.idle.Done()
+	for {
+		r.mu.Lock()
+		done, jobs := r.done, r.jobs
+		r.done, r.jobs = nil, nil
+		if len(done) == 0 {
+			r.busy = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		if !r.flush(done, jobs) {
+			r.mu.Lock()
+			r.failed = true
+			r.mu.Unlock()
+		}
+	}
+}
+
+// flush records one group, retrying for a while: the sends happened, so a
+// dropped connection must not turn them into re-sends.
+func (r *recorder) flush(done []store.Delivered, jobs []int64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var err error
+	for try := 0; ; try++ {
+		if err = r.s.db.RecordDrained(ctx, done, jobs, r.s.now().UnixMicro()); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			r.s.log.Warn("recording drained deliveries failed; their own jobs will send them again", "endpoint", r.endpointID, "deliveries", len(done), "error", err)
+			return false
+		case <-time.After(time.Duration(50<<min(try, 5)) * time.Millisecond):
+		}
+	}
+}
+
+// wait returns once everything added is recorded (or given up on): false
+// if any group was given up on.
+func (r *recorder) wait() bool {
+	r.idle.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.failed
+}

@@ -1,0 +1,239 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// TestClaimFresh: a drain claims the endpoint's oldest fresh deliveries —
+// pending, never attempted, due, unclaimed — up to a limit; a claim expires;
+// released claims are claimable again at once.
+func TestClaimFresh(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		other := mkEndpoint(t, db, "acme", 1)
+		var fresh []string
+		for i := range 5 {
+			d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
+			mkDeliveries(t, db, d)
+			fresh = append(fresh, d.ID)
+		}
+		later := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+		*later.NextAttemptAt = t0.Add(time.Hour) // not due
+		tried := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+		elsewhere := newDelivery("acme", other.ID, mkEvent(t, db, "acme").ID, t0)
+		mkDeliveries(t, db, later, tried, elsewhere)
+		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: tried.ID, Sent: true, Status: 500, State: endpoint.Pending, Now: ts(t0)}))
+
+		now, until := ts(t0.Add(time.Second)), ts(t0.Add(21*time.Second))
+		got, err := q.ClaimFresh(ctx, ep.ID, 3, now, until)
+		must(t, err)
+		slices.Sort(got)
+		if !slices.Equal(got, fresh[:3]) {
+			t.Fatalf("first claim %v, want the 3 oldest fresh %v", got, fresh[:3])
+		}
+		got, err = q.ClaimFresh(ctx, ep.ID, 10, now, until)
+		must(t, err)
+		if !sameSet(got, fresh[3:]) {
+			t.Fatalf("second claim %v, want the other fresh ones %v (not the claimed, the attempted, the not-yet-due, another endpoint's)", got, fresh[3:])
+		}
+		if got, err = q.ClaimFresh(ctx, ep.ID, 10, now, until); err != nil || len(got) != 0 {
+			t.Fatalf("third claim %v %v, want nothing left", got, err)
+		}
+		must(t, q.ReleaseClaims(ctx, fresh[:2]))
+		if got, _ = q.ClaimFresh(ctx, ep.ID, 10, now, until); !sameSet(got, fresh[:2]) {
+			t.Fatalf("after release: claimed %v, want %v", got, fresh[:2])
+		}
+		// Claims expire: a drain that died holds nothing after `until`.
+		if got, _ = q.ClaimFresh(ctx, ep.ID, 10, until, until+1); !sameSet(got, fresh) {
+			t.Fatalf("after expiry: claimed %v, want all fresh %v", got, fresh)
+		}
+	})
+}
+
+// TestClaimFreshConcurrent: drains of one endpoint's slots claiming at once
+// get disjoint sets that together hold every fresh delivery.
+func TestClaimFreshConcurrent(t *testing.T) {
+	t.Parallel()
+	const claimers, deliveries = 6, 60
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", claimers)
+		var ds []*endpoint.Delivery
+		for i := range deliveries {
+			ds = append(ds, newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond)))
+		}
+		mkDeliveries(t, db, ds...)
+		now := ts(t0.Add(time.Second))
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range claimers {
+			wg.Go(func() {
+				<-start
+				for {
+					ids, err := db.Q().ClaimFresh(ctx, ep.ID, 4, now, now+20e6)
+					if err != nil {
+						t.Errorf("ClaimFresh: %v", err)
+						return
+					}
+					if len(ids) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, id := range ids {
+						seen[id]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if len(seen) != deliveries {
+			t.Fatalf("%d of %d deliveries claimed", len(seen), deliveries)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("delivery %s claimed %d times", id, n)
+			}
+		}
+	})
+}
+
+// TestLoadAttempts: one query loads a batch with endpoint, owner and event,
+// oldest first; ids that no longer exist are skipped.
+func TestLoadAttempts(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		var ids []string
+		for i := range 3 {
+			d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
+			mkDeliveries(t, db, d)
+			ids = append(ids, d.ID)
+		}
+		got, err := db.Q().LoadAttempts(ctx, []string{ids[2], "dlv_gone", ids[0], ids[1]})
+		must(t, err)
+		if len(got) != 3 {
+			t.Fatalf("loaded %d, want 3", len(got))
+		}
+		for i, a := range got {
+			if a.Delivery.ID != ids[i] || a.Endpoint.ID != ep.ID || a.Endpoint.URL != ep.URL || a.Owner.ID != "acme" || a.Event == nil || a.Event.ID != a.Delivery.EventID {
+				t.Fatalf("attempt %d: delivery %s endpoint %+v owner %s event %+v", i, a.Delivery.ID, a.Endpoint, a.Owner.ID, a.Event)
+			}
+		}
+		if got, err := db.Q().LoadAttempts(ctx, nil); err != nil || got != nil {
+			t.Fatalf("no ids: %v %v", got, err)
+		}
+	})
+}
+
+// TestRecordDrained: a drain's successes are recorded and their River jobs
+// deleted together; a delivery settled meanwhile (not pending) is left as
+// it is.
+func TestRecordDrained(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		a, b, c := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0), newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0), newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+		a.JobID, b.JobID, c.JobID = 11, 12, 13
+		mkDeliveries(t, db, a, b, c)
+		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: c.ID, Error: "endpoint disabled", State: endpoint.Failed, Now: ts(t0)}))
+		now := t0.Add(time.Second)
+		jobs := mkJobs(t, db, 3)
+		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: a.ID, Status: 200}, {DeliveryID: b.ID, Status: 204}, {DeliveryID: c.ID, Status: 200}}, jobs[:2], ts(now)))
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
+			t.Fatalf("%d jobs left, want 1 (the two named deleted)", n)
+		}
+		for _, want := range []struct {
+			d      *endpoint.Delivery
+			state  endpoint.DeliveryState
+			status int
+			tries  int
+			job    int64
+		}{{a, endpoint.Delivered, 200, 1, 0}, {b, endpoint.Delivered, 204, 1, 0}, {c, endpoint.Failed, 0, 0, 13}} {
+			got, err := q.FindDelivery(ctx, ep.ID, want.d.EventID)
+			must(t, err)
+			if got.State != want.state || got.LastStatus != want.status || got.Attempts != want.tries || got.JobID != want.job {
+				t.Fatalf("%s: state %s status %d attempts %d job %d; want %s %d %d %d", got.ID, got.State, got.LastStatus, got.Attempts, got.JobID, want.state, want.status, want.tries, want.job)
+			}
+			if want.state == endpoint.Delivered && (got.FinishedAt == nil || !got.FinishedAt.Equal(now) || got.NextAttemptAt != nil) {
+				t.Fatalf("%s: finished %v next %v", got.ID, got.FinishedAt, got.NextAttemptAt)
+			}
+		}
+		must(t, db.RecordDrained(ctx, nil, nil, ts(now)))
+	})
+}
+
+// TestDeleteJobs: a fanout deletes the River jobs of the events it took
+// along, in its transaction; a running job is never deleted.
+func TestDeleteJobs(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ids := mkJobs(t, db, 3)
+		mustExec(t, db, `UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
+		must(t, db.InTx(ctx, func(q *store.Q) error { return q.DeleteJobs(ctx, ids) }))
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
+			t.Fatalf("%d jobs left, want 1 (the running one)", n)
+		}
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE id = $1`, ids[1]); n != 1 {
+			t.Fatal("the running job was deleted")
+		}
+	})
+}
+
+// mustExec runs a statement directly on either engine (to put rows into a
+// state the store never writes itself).
+func mustExec(t testing.TB, db *store.DB, query string, args ...any) {
+	t.Helper()
+	var err error
+	if p := db.Pool(); p != nil {
+		_, err = p.Exec(context.Background(), query, args...)
+	} else {
+		_, err = db.SQLDB().Exec(query, args...)
+	}
+	must(t, err)
+}
+
+// mkJobs inserts n River jobs (with an insert-only client) and returns their ids.
+func mkJobs(t testing.TB, db *store.DB, n int) []int64 {
+	t.Helper()
+	if _, err := db.NewRiver(&river.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: outboxArgs{EventID: fmt.Sprint(i)}}
+	}
+	var ids []int64
+	must(t, db.InTx(context.Background(), func(q *store.Q) error {
+		res, err := q.InsertJobs(context.Background(), params)
+		for _, r := range res {
+			ids = append(ids, r.Job.ID)
+		}
+		return err
+	}))
+	return ids
+}
