@@ -182,6 +182,65 @@ func TestFanoutTwiceEnqueuesOnce(t *testing.T) {
 	})
 }
 
+// TestFanoutTakesWaitingEventsAlong: a burst of one owner's events is
+// fanned out by a few fanout jobs, each taking the owner's other waiting
+// events along in its transaction and deleting their jobs; every event
+// reaches every endpoint exactly once, and none is left waiting.
+func TestFanoutTakesWaitingEventsAlong(t *testing.T) {
+	t.Parallel()
+	const events = 60
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		rc := newReceiver(t)
+		b.registerType("burst.item")
+		eps := []endpointOut{b.endpoint(rc.URL+"/a", "burst.*"), b.endpoint(rc.URL+"/b", "burst.item")}
+		batch := make([]map[string]any, events)
+		for i := range batch {
+			batch[i] = map[string]any{"type": "burst.item", "data": map[string]int{"i": i}}
+		}
+		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": batch}, nil)
+		got := rc.waitFor(t, 2*events, 90*time.Second)
+		seen := map[string]int{}
+		for _, r := range got {
+			seen[r.Path+" "+r.Header.Get("webhook-id")]++
+		}
+		if len(seen) != 2*events {
+			t.Fatalf("%d distinct (endpoint, event) pairs received, want %d", len(seen), 2*events)
+		}
+		ctx := context.Background()
+		for _, ep := range eps { // (a drain records its successes just after sending them)
+			for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+				n, err := b.h.DB.Count(ctx, `SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'delivered'`, ep.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == events {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("endpoint %s has %d delivered deliveries, want %d", ep.ID, n, events)
+				}
+			}
+		}
+		waiting, err := b.h.DB.Count(ctx, `SELECT count(*) FROM hookd_events WHERE fanout_job <> 0`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At most a fanout queue's worth of jobs runs before the first
+		// fanout commits; every other event's job was deleted unrun.
+		jobs, err := b.h.DB.Count(ctx, `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting != 0 || jobs >= events {
+			t.Fatalf("%d events still waiting for fanout, %d fanout jobs of %d events left; want 0 waiting and jobs deleted", waiting, jobs, events)
+		}
+		if got := len(rc.receipts()); got != 2*events {
+			t.Fatalf("receiver got %d requests, want %d (no pair twice)", got, 2*events)
+		}
+	})
+}
+
 func TestLeaseOneInFlightPerEndpoint(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
@@ -275,9 +334,39 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 		if len(seen) != 30 || rc.maxInFl.Load() != 1 {
 			t.Fatalf("%d events, max in flight %d", len(seen), rc.maxInFl.Load())
 		}
-		// Every job finishes: the drained ones find their delivery settled.
+		// Every job finishes. A drained success is recorded with job_id 0 and
+		// its River job deleted unrun, or, if River had already fetched it
+		// (here: all 30 snoozed on the held lease), completed without
+		// sending; the others complete their own.
+		ran, drained := 0, 0
 		for _, dl := range b.deliveries(ep.ID) {
+			if dl.State != "delivered" {
+				t.Fatalf("delivery %s is %s", dl.ID, dl.State)
+			}
+			if dl.JobID == 0 {
+				drained++
+				continue
+			}
+			ran++
 			b.waitJob(dl.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+		}
+		if drained < 20 {
+			t.Fatalf("%d of 30 deliveries drained; want most (the first holds the lease while all 30 exist)", drained)
+		}
+		deadline := time.Now().Add(wait)
+		for {
+			n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND state <> 'completed'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total, _ := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver'`)
+			if n == 0 && total >= ran {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d deliver jobs of %d unfinished (%d ran); want all finished", n, total, ran)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 }

@@ -25,7 +25,9 @@ type fanoutWorker struct {
 // match (or, for a test event, to the one endpoint it names), asks the scope
 // predicate for each, and enqueues the deliveries in one transaction. A
 // delivery already enqueued for a pair is skipped, so running twice enqueues
-// once.
+// once. Other events of the same owner still awaiting their fanout are
+// fanned out in the same transaction and their fanout jobs deleted (see
+// fanout).
 func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) error {
 	s := w.s
 	q := s.db.Q()
@@ -47,42 +49,31 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return river.JobCancel(err)
 	}
-	if p.Excluded(ev.Type, o) {
-		return nil
-	}
-	targets, err := w.targets(ctx, q, ev, o, p)
+	eps, err := q.ListEndpoints(ctx, o.ID, true)
 	if err != nil {
 		return err
 	}
-	if len(targets) == 0 {
-		return nil
-	}
-	return s.enqueue(ctx, ev, o, p, targets)
+	return s.fanout(ctx, ev, o, p, eps)
 }
 
-// targets returns the endpoints ev goes to.
-func (w *fanoutWorker) targets(ctx context.Context, q *store.Q, ev *event.Event, o *owner.Owner, p profile.Profile) ([]*endpoint.Endpoint, error) {
-	if ev.EndpointID != "" {
-		ep, err := q.GetEndpoint(ctx, ev.OwnerID, ev.EndpointID)
-		if apperr.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil || !ep.Enabled {
-			return nil, err
-		}
-		return []*endpoint.Endpoint{ep}, nil
-	}
-	eps, err := q.ListEndpoints(ctx, ev.OwnerID, true)
-	if err != nil {
-		return nil, err
+// targets returns the endpoints (of the owner's enabled ones) ev goes to.
+func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) ([]*endpoint.Endpoint, error) {
+	if p.Excluded(ev.Type, o) {
+		return nil, nil
 	}
 	implicit := p.Implicit(ev.Type, o)
 	var out []*endpoint.Endpoint
 	for _, ep := range eps {
+		if ev.EndpointID != "" {
+			if ep.ID == ev.EndpointID { // a test event: that endpoint only
+				return []*endpoint.Endpoint{ep}, nil
+			}
+			continue
+		}
 		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
 			continue
 		}
-		ok, err := w.s.cfg.Scope.Admits(ctx, ep, ev)
+		ok, err := s.cfg.Scope.Admits(ctx, ep, ev)
 		if err != nil {
 			return nil, fmt.Errorf("scope of endpoint %s: %w", ep.ID, err)
 		}
@@ -93,50 +84,87 @@ func (w *fanoutWorker) targets(ctx context.Context, q *store.Q, ev *event.Event,
 	return out, nil
 }
 
-// enqueue inserts the deliveries and their jobs in one transaction. While an
-// endpoint is failing its new deliveries are scheduled Cooldown out.
-func (s *Service) enqueue(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) error {
+// fanout enqueues ev's deliveries (and their jobs) in one transaction,
+// together with those of up to FanoutBatch other events of the same owner
+// still awaiting fanout, whose fanout jobs it deletes: under a burst of
+// events one transaction and one endpoint list serve many of them, instead
+// of a River job, a transaction and a commit each. While an endpoint is
+// failing its new deliveries are scheduled Cooldown out.
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) error {
 	now := s.now().UTC()
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
-	return s.db.InTx(ctx, func(q *store.Q) error {
-		// Skip pairs a previous run enqueued, then insert the jobs first so
-		// each delivery row is written once, with its job id.
+	// Relaxed commit: PostgreSQL writes WAL in order, so River's later,
+	// synchronous completion of this fanout job makes this transaction
+	// durable too; a crash that loses it loses the completion as well, and
+	// the fanout runs again.
+	return s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+		// Another fanout may be fanning this event out right now: wait for
+		// it, then skip the pairs it (or an earlier run) enqueued.
+		if err := q.LockEvent(ctx, ev.ID); err != nil {
+			return err
+		}
 		have, err := q.EndpointsWithDelivery(ctx, ev.ID)
 		if err != nil {
 			return err
 		}
-		var ds []*endpoint.Delivery
-		var params []river.InsertManyParams
-		for _, ep := range eps {
-			if have[ep.ID] {
-				continue
-			}
-			at := s.cfg.Rules.ScheduleFor(ep, now)
-			if ev.EndpointID != "" {
-				at = now // a test the owner asked for goes now, cooldown or not
-			}
-			d := &endpoint.Delivery{
-				ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: ev.ID, EventType: ev.Type,
-				State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
-			}
-			ds = append(ds, d)
-			params = append(params, deliverParams(d, p, meta, at, now))
-		}
-		if len(ds) == 0 {
-			return nil
-		}
-		res, err := q.InsertJobs(ctx, params)
+		others, otherJobs, err := q.AwaitingFanout(ctx, o.ID, ev.ID, s.cfg.FanoutBatch)
 		if err != nil {
-			return fmt.Errorf("enqueue deliveries: %w", err)
+			return err
 		}
-		for i, r := range res {
-			ds[i].JobID = r.Job.ID
+		var (
+			ds     []*endpoint.Delivery
+			params []river.InsertManyParams
+			done   = []string{ev.ID}
+			gone   []int64
+		)
+		for i, e := range append([]*event.Event{ev}, others...) {
+			if i > 0 && len(ds) >= s.cfg.FanoutPairs {
+				break // the rest wait for their own jobs (or the next batch)
+			}
+			targets, err := s.targets(ctx, e, o, p, eps)
+			if err != nil {
+				return err
+			}
+			for _, ep := range targets {
+				if i == 0 && have[ep.ID] {
+					continue
+				}
+				at := s.cfg.Rules.ScheduleFor(ep, now)
+				if e.EndpointID != "" {
+					at = now // a test the owner asked for goes now, cooldown or not
+				}
+				d := &endpoint.Delivery{
+					ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: e.ID, EventType: e.Type,
+					State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
+				}
+				ds = append(ds, d)
+				params = append(params, deliverParams(d, p, meta, at, now))
+			}
+			if i > 0 {
+				done = append(done, e.ID)
+				gone = append(gone, otherJobs[i-1])
+			}
 		}
-		// A concurrent fanout of the same event (rare) may have won a pair:
-		// ON CONFLICT skips it, and the job inserted here for it finds the
-		// delivery's job_id is another's and does nothing.
-		_, err = q.InsertDeliveries(ctx, ds)
-		return err
+		if len(ds) > 0 {
+			// Jobs first, so each delivery row is written once, with its job id.
+			res, err := q.InsertJobs(ctx, params)
+			if err != nil {
+				return fmt.Errorf("enqueue deliveries: %w", err)
+			}
+			for i, r := range res {
+				ds[i].JobID = r.Job.ID
+			}
+			// A concurrent fanout of the same event (rare) may have won a
+			// pair: ON CONFLICT skips it, and the job inserted here for it
+			// finds the delivery's job_id is another's and does nothing.
+			if _, err := q.InsertDeliveries(ctx, ds); err != nil {
+				return err
+			}
+		}
+		if err := q.MarkFannedOut(ctx, done); err != nil {
+			return err
+		}
+		return q.DeleteJobs(ctx, gone)
 	})
 }
 

@@ -41,7 +41,10 @@ type Published struct {
 func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
 	now := s.now().UTC()
 	out := make([]Published, 0, len(evs))
-	var jobs []river.InsertManyParams
+	var (
+		jobs    []river.InsertManyParams
+		fanouts []string // the events of jobs, in order
+	)
 	for i, ev := range evs {
 		if err := ev.Validate(); err != nil {
 			if len(evs) > 1 {
@@ -71,11 +74,22 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 		out = append(out, Published{ID: id, Duplicate: !inserted, Exposure: exp})
 		if inserted && exp == event.Webhook {
 			jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: id}})
+			fanouts = append(fanouts, id)
 		}
 	}
 	if len(jobs) > 0 {
-		if _, err := q.InsertJobs(ctx, jobs); err != nil {
+		res, err := q.InsertJobs(ctx, jobs)
+		if err != nil {
 			return nil, fmt.Errorf("enqueue fanout: %w", err)
+		}
+		// Each event remembers its fanout job: another fanout of the same
+		// owner may fan it out first and delete that job.
+		byEvent := make(map[string]int64, len(res))
+		for i, r := range res {
+			byEvent[fanouts[i]] = r.Job.ID
+		}
+		if err := q.SetFanoutJobs(ctx, byEvent); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
@@ -64,4 +65,82 @@ func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, er
 		return 0, fmt.Errorf("prune events: %w", err)
 	}
 	return n, nil
+}
+
+// SetFanoutJobs records each event's webhook.fanout job id (publish, in the
+// event's transaction): the event awaits fanout until MarkFannedOut.
+func (q *Q) SetFanoutJobs(ctx context.Context, jobs map[string]int64) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	args := make([]any, 0, 2*len(jobs))
+	sb.WriteString(`UPDATE hookd_events SET fanout_job = CASE id`)
+	for id, job := range jobs {
+		fmt.Fprintf(&sb, ` WHEN $%d THEN CAST($%d AS BIGINT)`, len(args)+1, len(args)+2)
+		args = append(args, id, job)
+	}
+	sb.WriteString(` ELSE fanout_job END WHERE id IN (` + placeholders(len(args)+1, len(jobs)) + `)`)
+	for id := range jobs {
+		args = append(args, id)
+	}
+	if _, err := q.q.exec(ctx, sb.String(), args...); err != nil {
+		return fmt.Errorf("set fanout jobs: %w", err)
+	}
+	return nil
+}
+
+// AwaitingFanout returns up to limit of the owner's events still awaiting
+// fanout, oldest first, except the one given, with their fanout jobs' ids;
+// on PostgreSQL it locks them (skipping any another fanout has locked), so
+// call it inside the transaction that fans them out.
+func (q *Q) AwaitingFanout(ctx context.Context, ownerID, except string, limit int) ([]*event.Event, []int64, error) {
+	rs, err := q.q.query(ctx, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
+		ORDER BY id LIMIT $3`+q.skipLocked(), ownerID, except, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+	}
+	defer rs.Close()
+	var evs []*event.Event
+	var jobs []int64
+	for rs.Next() {
+		var e event.Event
+		var occurred, created, job int64
+		if err := rs.Scan(&e.ID, &e.OwnerID, &e.Type, &e.Subject, &occurred, &e.Data, &e.Tenant, &e.EndpointID, &e.IdempotencyKey, &created, &job); err != nil {
+			return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+		}
+		e.OccurredAt, e.CreatedAt = fromTS(occurred), fromTS(created)
+		evs = append(evs, &e)
+		jobs = append(jobs, job)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+	}
+	return evs, jobs, nil
+}
+
+// MarkFannedOut records that these events were fanned out.
+func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0 WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...); err != nil {
+		return fmt.Errorf("mark fanned out: %w", err)
+	}
+	return nil
+}
+
+// LockEvent waits until no other transaction holds the event (on
+// PostgreSQL: SELECT … FOR UPDATE; SQLite has one writer at a time): a
+// fanout then sees whatever another fanout that took it committed.
+func (q *Q) LockEvent(ctx context.Context, id string) error {
+	if q.db.Engine != Postgres {
+		return nil
+	}
+	var got string
+	err := q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE`, id).Scan(&got)
+	if err != nil && !NotFound(err) {
+		return fmt.Errorf("lock event: %w", err)
+	}
+	return nil
 }
