@@ -47,7 +47,8 @@ type Config struct {
 	// Workers is how many deliveries run at once in this process (default 100).
 	Workers int
 	// FetchCooldown and FetchPollInterval tune how fast River picks up jobs
-	// (defaults 10 ms and 200 ms).
+	// (defaults 10 ms, and 200 ms on PostgreSQL, which also wakes River with
+	// LISTEN/NOTIFY, or 50 ms on SQLite, which has only the poll).
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 	// RescueStuckJobsAfter hands jobs of a dead process to another after
@@ -136,7 +137,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg),
 	})
-	rc := riverConfig(cfg, engine)
+	rc := riverConfig(cfg, engine, db.Engine)
 	queue, err := db.NewRiver(rc)
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func drainFor(cfg Config) time.Duration {
 	return max(d, 0)
 }
 
-func riverConfig(cfg Config, engine *delivery.Service) *river.Config {
+func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.Config {
 	rc := &river.Config{
 		Logger:               cfg.Log.With("component", "river"),
 		JobTimeout:           cmp.Or(cfg.JobTimeout, delivery.JobTimeout),
@@ -195,7 +196,10 @@ func riverConfig(cfg Config, engine *delivery.Service) *river.Config {
 		rc.FetchCooldown = 10 * time.Millisecond
 	}
 	if rc.FetchPollInterval == 0 {
-		rc.FetchPollInterval = 200 * time.Millisecond
+		// A job inserted in a transaction (all of hookd's) wakes River only
+		// through LISTEN/NOTIFY; on SQLite the poll is all there is, and on
+		// one in-process connection it costs a few cheap queries a second.
+		rc.FetchPollInterval = map[bool]time.Duration{true: 200 * time.Millisecond, false: 50 * time.Millisecond}[eng == store.Postgres]
 	}
 	if !cfg.Work {
 		return rc // insert-only client: an API node

@@ -20,7 +20,7 @@ import (
 // costs a fraction of a statement instead of a River fetch, a load and a
 // completion. A failure is settled at once as the delivery's first attempt
 // and stops the drain; its River job, when it runs, spends that attempt
-// without sending again. The drain also stops when nothing fresh is due,
+// without sending again. The drain stops when a read finds nothing fresh due,
 // after DrainMax, or while a whole attempt still fits in the job's
 // timeout. A process killed mid-drain sends again only the successes not
 // yet recorded: those of the flush in progress and the sends since.
@@ -98,9 +98,12 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing
 			_ = rq.ReleaseClaims(context.WithoutCancel(ctx), unsent)
 		}
-		if stopped || len(batch) < limit {
+		if stopped {
 			return
 		}
+		// Read again even after a short batch: deliveries that arrived
+		// while it was sent would otherwise wait for their own jobs, which
+		// may have met the lease held and snoozed.
 	}
 }
 
