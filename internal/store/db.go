@@ -58,12 +58,10 @@ type DB struct {
 	pool   *pgxpool.Pool
 	base   querier
 	queue  queue
-	stmts  *stmtCache // SQLite only
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {
-	c := &stmtCache{db: sqlDB, stmts: map[string]*sql.Stmt{}}
-	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB, cache: c}, stmts: c}
+	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB}}
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -90,7 +88,7 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 	// while serving), immediate transactions so writers queue instead of
 	// failing, foreign keys for cascades.
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	sqlDB, err := sql.Open("sqlite", dsn)
+	sqlDB, err := sql.Open(CachingSQLiteDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -216,7 +214,7 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Q{db: db, q: sqlQuerier{c: tx, tx: tx, cache: db.stmts}, tx: tx}); err != nil {
+	if err := fn(&Q{db: db, q: sqlQuerier{c: tx}, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -235,7 +233,7 @@ func (db *DB) WithTx(tx any) (*Q, error) {
 		if db.Engine != SQLite {
 			return nil, errors.New("a *sql.Tx was given, but hookd runs on PostgreSQL: pass a pgx.Tx")
 		}
-		return &Q{db: db, q: sqlQuerier{c: t, tx: t, cache: db.stmts}, tx: t}, nil
+		return &Q{db: db, q: sqlQuerier{c: t}, tx: t}, nil
 	case pgx.Tx:
 		if db.Engine != Postgres {
 			return nil, errors.New("a pgx.Tx was given, but hookd runs on SQLite: pass a *sql.Tx")
@@ -307,7 +305,9 @@ var ErrNotFound = errNoRows
 
 // FromSQL wraps an SQLite *sql.DB the caller opened (library mode). It must
 // allow one open connection only, with foreign keys on and
-// _txlock=immediate, as Open configures it.
+// _txlock=immediate, as Open configures it; opened with the
+// CachingSQLiteDriver driver name (instead of "sqlite") it compiles each
+// statement once.
 func FromSQL(sqlDB *sql.DB, log *slog.Logger) *DB {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

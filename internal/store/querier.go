@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,35 +39,12 @@ type sqlConn interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// sqlQuerier runs SQL on SQLite through statements prepared once per query
-// text (SQLite re-parsing every statement was ~40 % of hookd's CPU there).
-// Inside a transaction the cached statement is bound to it with tx.Stmt.
-type sqlQuerier struct {
-	c     sqlConn
-	tx    *sql.Tx // set inside a transaction
-	cache *stmtCache
-}
-
-func (s sqlQuerier) stmt(ctx context.Context, q string) *sql.Stmt {
-	if s.tx == nil {
-		return s.cache.get(ctx, q)
-	}
-	// Inside a transaction the one connection is the transaction's: a
-	// statement can only be borrowed from the cache, not prepared for it.
-	if st := s.cache.peek(q); st != nil {
-		return s.tx.StmtContext(ctx, st)
-	}
-	return nil
-}
+// sqlQuerier runs SQL on SQLite. Statements are compiled once per text by
+// the connection itself (CachingSQLiteDriver), inside transactions too.
+type sqlQuerier struct{ c sqlConn }
 
 func (s sqlQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	var res sql.Result
-	var err error
-	if st := s.stmt(ctx, q); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = s.c.ExecContext(ctx, q, args...)
-	}
+	res, err := s.c.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -76,13 +52,7 @@ func (s sqlQuerier) exec(ctx context.Context, q string, args ...any) (int64, err
 }
 
 func (s sqlQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
-	var r *sql.Rows
-	var err error
-	if st := s.stmt(ctx, q); st != nil {
-		r, err = st.QueryContext(ctx, args...)
-	} else {
-		r, err = s.c.QueryContext(ctx, q, args...)
-	}
+	r, err := s.c.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -90,58 +60,7 @@ func (s sqlQuerier) query(ctx context.Context, q string, args ...any) (rows, err
 }
 
 func (s sqlQuerier) queryRow(ctx context.Context, q string, args ...any) row {
-	if st := s.stmt(ctx, q); st != nil {
-		return sqlRow{st.QueryRowContext(ctx, args...)}
-	}
 	return sqlRow{s.c.QueryRowContext(ctx, q, args...)}
-}
-
-// stmtCache holds prepared statements by query text, up to a bound (query
-// texts built per batch size would otherwise grow it without end).
-type stmtCache struct {
-	db    *sql.DB
-	mu    sync.Mutex
-	stmts map[string]*sql.Stmt
-}
-
-const maxCachedStmts = 256
-
-func (c *stmtCache) peek(q string) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stmts[q]
-}
-
-// get returns the statement for q, preparing it on first use; nil when it
-// cannot be cached (the caller runs the text directly).
-func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	st, ok := c.stmts[q]
-	full := len(c.stmts) >= maxCachedStmts
-	c.mu.Unlock()
-	if ok || full {
-		return st
-	}
-	// Prepare outside the lock: it needs the one connection, which a
-	// transaction may hold; database/sql queues us until it is free.
-	st, err := c.db.PrepareContext(context.WithoutCancel(ctx), q)
-	if err != nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev, ok := c.stmts[q]; ok {
-		st.Close()
-		return prev
-	}
-	c.stmts[q] = st
-	return st
 }
 
 type sqlRows struct{ *sql.Rows }
