@@ -57,20 +57,42 @@ func (s *Service) retryOf(metadata []byte) profile.Retry {
 	return p.Retry()
 }
 
-// Work makes one attempt: lease, sign, POST, classify, settle. With an
-// exclusive lease (the standard profile) a success is followed by a drain
-// of the endpoint's next fresh deliveries while the lease is held.
+// Work makes one attempt: lease, sign, POST, classify, settle. A success
+// is followed by a drain of the endpoint's next fresh deliveries while the
+// lease is held. The lease comes first: a job that meets it busy (under a
+// hot endpoint's backlog, most of them, while the holders drain) costs one
+// short read before it snoozes, not a full load.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.s
 	q := s.db.Q()
-	a, err := q.LoadAttempt(ctx, job.Args.EndpointID, job.Args.EventID)
+	endpointID, eventID := job.Args.EndpointID, job.Args.EventID
+	now := s.now()
+	slot, ok, err := q.TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// Busy (or the endpoint is gone). Nothing to wait for if hookd's
+		// record says this delivery was settled, e.g. by a drain.
+		pending, err := q.DeliveryPending(ctx, endpointID, eventID, job.ID)
+		switch {
+		case apperr.IsNotFound(err):
+			return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
+		case err != nil:
+			return err
+		case !pending:
+			return nil
+		}
+		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
+	}
+	defer func() { _ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), endpointID, slot, job.ID) }()
+	a, err := q.LoadAttempt(ctx, endpointID, eventID)
 	if apperr.IsNotFound(err) {
 		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
 	}
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	if done, ret := s.preflight(a, job, now); done {
 		return ret
 	}
@@ -85,32 +107,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return s.discard(ctx, d, job.ID, err.Error())
 	}
-	slot, ok, err := q.TakeLease(ctx, ep.ID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
-	}
-	defer func() { _ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), ep.ID, slot, job.ID) }()
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
-	if exclusive {
-		// The lease's previous holder may have drained this delivery between
-		// the read above and the lease: look again now that no one else can.
-		if a, err = q.LoadAttempt(ctx, ep.ID, d.EventID); err != nil {
-			if apperr.IsNotFound(err) {
-				return nil // deleted with its endpoint meanwhile
-			}
-			return err
-		}
-		if done, ret := s.preflight(a, job, now); done {
-			return ret
-		}
-		d, ep = a.Delivery, a.Endpoint
-		if !ep.Enabled || a.Event == nil {
-			return s.discard(ctx, d, job.ID, map[bool]string{true: "endpoint disabled", false: "event pruned"}[!ep.Enabled])
-		}
-	}
 	// Claim the delivery: with several slots, a holder of another slot may
 	// be draining this endpoint; it must not send this one too. (Under an
 	// exclusive lease nobody else sends.)

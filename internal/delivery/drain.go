@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/internal/endpoint"
@@ -14,9 +15,10 @@ import (
 // not paced by waiters' 2 s busy snoozes: the slot passes from one delivery
 // to the next at once. It reads DrainBatch of them at a time in one query
 // (claiming them first when other slots' holders drain too: claims are
-// disjoint) and sends them in order. Successes are recorded by a recorder
-// in the background, many per statement, in relaxed transactions that also
-// delete their River jobs unrun (this job sent them): a drained delivery
+// disjoint) and sends them in order. Successes are recorded by the
+// process's recorder in the background, many per statement, in relaxed
+// transactions that also delete their River jobs unrun (this job sent
+// them): a drained delivery
 // costs a fraction of a statement instead of a River fetch, a load and a
 // completion. A failure is settled at once as the delivery's first attempt
 // and stops the drain; its River job, when it runs, spends that attempt
@@ -29,7 +31,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 	budget := s.cfg.HTTPTimeout + 2*time.Second
 	canSend := func() bool { return ctx.Err() == nil && (!hasDeadline || time.Until(deadline) >= budget) }
 	q, rq := s.db.Q(), s.db.Relaxed()
-	rec := &recorder{s: s, endpointID: ep.ID}
+	rec := s.rec.forDrain()
 	defer rec.wait()
 	for sent := 0; sent < s.cfg.DrainMax; {
 		if !canSend() {
@@ -107,76 +109,95 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 	}
 }
 
-// recorder records a drain's successes in the background: whatever
-// accumulated while the previous flush ran goes in the next one, so the
-// drain keeps sending and each flush carries as many as arrived meanwhile.
+// recorder records the drains' successes in the background, for the
+// whole process (group commit): whatever every drain added while the
+// previous flush ran goes in the next one, so drains keep sending and each
+// flush carries as many as arrived meanwhile.
 type recorder struct {
-	s          *Service
-	endpointID string
-	mu         sync.Mutex
-	done       []store.Delivered
-	jobs       []int64
-	busy       bool
-	failed     bool
-	idle       sync.WaitGroup
+	s       *Service
+	mu      sync.Mutex
+	queue   []recorded
+	running bool
 }
 
-func (r *recorder) add(d store.Delivered, jobID int64) {
+type recorded struct {
+	d     store.Delivered
+	jobID int64
+	by    *drainRecords
+}
+
+// drainRecords is one drain's share of the recorder: what it waits for.
+type drainRecords struct {
+	rec     *recorder
+	pending sync.WaitGroup
+	failed  atomic.Bool
+}
+
+// maxFlush bounds one flush's statement (two placeholders a delivery).
+const maxFlush = 500
+
+func (r *recorder) forDrain() *drainRecords { return &drainRecords{rec: r} }
+
+func (dr *drainRecords) add(d store.Delivered, jobID int64) {
+	dr.pending.Add(1)
+	r := dr.rec
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.done = append(r.done, d)
-	r.jobs = append(r.jobs, jobID)
-	if !r.busy {
-		r.busy = true
-		r.idle.Add(1)
+	r.queue = append(r.queue, recorded{d, jobID, dr})
+	if !r.running {
+		r.running = true
 		go r.loop()
 	}
 }
 
+// wait returns once everything this drain added is recorded (or given up
+// on): false if any of it was given up on.
+func (dr *drainRecords) wait() bool {
+	dr.pending.Wait()
+	return !dr.failed.Load()
+}
+
 func (r *recorder) loop() {
-	defer r.idle.Done()
 	for {
 		r.mu.Lock()
-		done, jobs := r.done, r.jobs
-		r.done, r.jobs = nil, nil
-		if len(done) == 0 {
-			r.busy = false
+		items := r.queue[:min(len(r.queue), maxFlush)]
+		r.queue = r.queue[len(items):]
+		if len(items) == 0 {
+			r.queue, r.running = nil, false
 			r.mu.Unlock()
 			return
 		}
 		r.mu.Unlock()
-		if !r.flush(done, jobs) {
-			r.mu.Lock()
-			r.failed = true
-			r.mu.Unlock()
+		ok := r.flush(items)
+		for _, it := range items {
+			if !ok {
+				it.by.failed.Store(true)
+			}
+			it.by.pending.Done()
 		}
 	}
 }
 
 // flush records one group, retrying for a while: the sends happened, so a
 // dropped connection must not turn them into re-sends.
-func (r *recorder) flush(done []store.Delivered, jobs []int64) bool {
+func (r *recorder) flush(items []recorded) bool {
+	done := make([]store.Delivered, len(items))
+	jobs := make([]int64, len(items))
+	for i, it := range items {
+		done[i], jobs[i] = it.d, it.jobID
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var err error
 	for try := 0; ; try++ {
-		if err = r.s.db.RecordDrained(ctx, done, jobs, r.s.now().UnixMicro()); err == nil {
+		err := r.s.db.RecordDrained(ctx, done, jobs, r.s.now().UnixMicro())
+		if err == nil {
 			return true
 		}
 		select {
 		case <-ctx.Done():
-			r.s.log.Warn("recording drained deliveries failed; their own jobs will send them again", "endpoint", r.endpointID, "deliveries", len(done), "error", err)
+			r.s.log.Warn("recording drained deliveries failed; their own jobs will send them again", "deliveries", len(done), "error", err)
 			return false
 		case <-time.After(time.Duration(50<<min(try, 5)) * time.Millisecond):
 		}
 	}
-}
-
-// wait returns once everything added is recorded (or given up on): false
-// if any group was given up on.
-func (r *recorder) wait() bool {
-	r.idle.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return !r.failed
 }

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -98,10 +99,14 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
 	return s.db.InTxRelaxed(ctx, func(q *store.Q) error {
-		// Another fanout may be fanning this event out right now: wait for
-		// it, then skip the pairs it (or an earlier run) enqueued.
-		if err := q.LockEvent(ctx, ev.ID); err != nil {
-			return err
+		// Another fanout may be fanning this event out right now: look
+		// again once it has committed (its pairs are then skipped below)
+		// rather than hold a fanout worker waiting for it.
+		if ok, err := q.LockEvent(ctx, ev.ID); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return river.JobSnooze(time.Second)
 		}
 		have, err := q.EndpointsWithDelivery(ctx, ev.ID)
 		if err != nil {
@@ -195,5 +200,17 @@ func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now
 // Fanout runs the fanout of one event now (what the webhook.fanout job
 // does): for tools and tests; running it again enqueues nothing new.
 func (s *Service) Fanout(ctx context.Context, eventID string) error {
-	return (&fanoutWorker{s: s}).Work(ctx, &river.Job[FanoutArgs]{Args: FanoutArgs{EventID: eventID}})
+	for {
+		err := (&fanoutWorker{s: s}).Work(ctx, &river.Job[FanoutArgs]{Args: FanoutArgs{EventID: eventID}})
+		var snooze *river.JobSnoozeError
+		if !errors.As(err, &snooze) {
+			return err
+		}
+		// Another fanout holds the event: wait for it as River would.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(snooze.Duration):
+		}
+	}
 }

@@ -41,10 +41,7 @@ type Published struct {
 func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
 	now := s.now().UTC()
 	out := make([]Published, 0, len(evs))
-	var (
-		jobs    []river.InsertManyParams
-		fanouts []string // the events of jobs, in order
-	)
+	exposures := map[[2]string]event.Exposure{}
 	for i, ev := range evs {
 		if err := ev.Validate(); err != nil {
 			if len(evs) > 1 {
@@ -63,18 +60,29 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 			ev.OccurredAt = now
 		}
 		ev.OccurredAt = ev.OccurredAt.UTC()
-		exp, _, err := q.Exposure(ctx, ev.OwnerID, ev.Type)
-		if err != nil {
-			return nil, err
+	}
+	// Fanout jobs first, so each event row is written once, with its job
+	// (another fanout of the same owner may fan the event out first and
+	// delete that job). A job made for an event that turns out to repeat an
+	// idempotency key is deleted again below.
+	var jobs []river.InsertManyParams
+	var withJob []*event.Event
+	exposure := make([]event.Exposure, len(evs))
+	for i, ev := range evs {
+		// One lookup per (owner, type) in a batch, not per event.
+		key := [2]string{ev.OwnerID, ev.Type}
+		exp, ok := exposures[key]
+		if !ok {
+			var err error
+			if exp, _, err = q.Exposure(ctx, ev.OwnerID, ev.Type); err != nil {
+				return nil, err
+			}
+			exposures[key] = exp
 		}
-		id, inserted, err := q.InsertEvent(ctx, ev)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Published{ID: id, Duplicate: !inserted, Exposure: exp})
-		if inserted && exp == event.Webhook {
-			jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: id}})
-			fanouts = append(fanouts, id)
+		exposure[i] = exp
+		if exp == event.Webhook {
+			jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: ev.ID}})
+			withJob = append(withJob, ev)
 		}
 	}
 	if len(jobs) > 0 {
@@ -82,15 +90,23 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 		if err != nil {
 			return nil, fmt.Errorf("enqueue fanout: %w", err)
 		}
-		// Each event remembers its fanout job: another fanout of the same
-		// owner may fan it out first and delete that job.
-		byEvent := make(map[string]int64, len(res))
 		for i, r := range res {
-			byEvent[fanouts[i]] = r.Job.ID
+			withJob[i].FanoutJob = r.Job.ID
 		}
-		if err := q.SetFanoutJobs(ctx, byEvent); err != nil {
-			return nil, err
+	}
+	res, err := q.InsertEvents(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	var unused []int64
+	for i, ev := range evs {
+		out = append(out, Published{ID: res[i].ID, Duplicate: !res[i].Inserted, Exposure: exposure[i]})
+		if !res[i].Inserted && ev.FanoutJob != 0 {
+			unused = append(unused, ev.FanoutJob)
 		}
+	}
+	if err := q.DeleteJobs(ctx, unused); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -76,6 +76,7 @@ type Service struct {
 	db  *store.DB
 	log *slog.Logger
 	now func() time.Time
+	rec *recorder // the drains' successes, recorded in groups
 }
 
 // New returns the engine for cfg, with defaults filled in.
@@ -122,7 +123,9 @@ func New(cfg Config) *Service {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"
 	}
-	return &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
+	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
+	s.rec = &recorder{s: s}
+	return s
 }
 
 // Register adds the engine's workers to workers.

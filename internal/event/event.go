@@ -29,6 +29,9 @@ type Event struct {
 	EndpointID     string    `json:"-"`
 	IdempotencyKey string    `json:"-"`
 	CreatedAt      time.Time `json:"-"`
+	// FanoutJob is the River job that fans the event out while it awaits
+	// its fanout (0 once fanned out, or for an event that goes nowhere).
+	FanoutJob int64 `json:"-"`
 }
 
 // Exposure says whether events of a type may leave hookd.

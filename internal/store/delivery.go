@@ -79,6 +79,23 @@ func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endp
 	return d, err
 }
 
+// DeliveryPending reports whether the delivery of an event to an endpoint
+// is still pending for job jobID (not settled, not another job's): the
+// short read a job makes when it finds the endpoint busy. NotFound when the
+// delivery is gone.
+func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, jobID int64) (bool, error) {
+	var state string
+	var job int64
+	err := q.q.queryRow(ctx, `SELECT state, job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID).Scan(&state, &job)
+	if NotFound(err) {
+		return false, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
+	}
+	if err != nil {
+		return false, fmt.Errorf("delivery pending: %w", err)
+	}
+	return state == string(endpoint.Pending) && (job == 0 || job == jobID), nil
+}
+
 // Attempt is the outcome of one delivery attempt, as recorded.
 type Attempt struct {
 	DeliveryID string

@@ -28,24 +28,75 @@ func scanEvent(r row) (*event.Event, error) {
 // nothing is written and the earlier event's id is returned with
 // inserted=false.
 func (q *Q) InsertEvent(ctx context.Context, e *event.Event) (id string, inserted bool, err error) {
-	var key any
-	if e.IdempotencyKey != "" {
-		key = e.IdempotencyKey
-	}
-	n, err := q.q.exec(ctx, `INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (owner_id, idempotency_key) DO NOTHING`,
-		e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt))
+	res, err := q.InsertEvents(ctx, []*event.Event{e})
 	if err != nil {
-		return "", false, fmt.Errorf("insert event: %w", err)
+		return "", false, err
 	}
-	if n == 1 {
-		return e.ID, true, nil
+	return res[0].ID, res[0].Inserted, nil
+}
+
+// Inserted is what InsertEvents did with one event.
+type Inserted struct {
+	ID       string // the event's id, or the earlier event's with its idempotency key
+	Inserted bool
+}
+
+// InsertEvents inserts events, a few hundred per statement, each with its
+// fanout job's id (FanoutJob, 0 for none: it then awaits no fanout). An event whose
+// idempotency key the owner already used (earlier, or earlier in evs) is not
+// written: its result carries the earlier event's id.
+func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
+	out := make([]Inserted, 0, len(evs))
+	const perStmt = 200 // 11 params each
+	for len(evs) > 0 {
+		chunk := evs[:min(perStmt, len(evs))]
+		evs = evs[len(chunk):]
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) VALUES `)
+		args := make([]any, 0, 11*len(chunk))
+		for i, e := range chunk {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			var key any
+			if e.IdempotencyKey != "" {
+				key = e.IdempotencyKey
+			}
+			sb.WriteString("(" + placeholders(len(args)+1, 11) + ")")
+			args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
+		}
+		sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
+		rs, err := q.q.query(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert events: %w", err)
+		}
+		written := map[string]bool{}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("insert events: %w", err)
+			}
+			written[id] = true
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("insert events: %w", err)
+		}
+		for _, e := range chunk {
+			if written[e.ID] {
+				out = append(out, Inserted{e.ID, true})
+				continue
+			}
+			var id string
+			err := q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
+			if err != nil {
+				return nil, fmt.Errorf("insert events: idempotency lookup: %w", err)
+			}
+			out = append(out, Inserted{id, false})
+		}
 	}
-	err = q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
-	if err != nil {
-		return "", false, fmt.Errorf("insert event: idempotency lookup: %w", err)
-	}
-	return id, false, nil
+	return out, nil
 }
 
 // GetEvent returns one event of an owner ("" for any owner).
@@ -65,29 +116,6 @@ func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, er
 		return 0, fmt.Errorf("prune events: %w", err)
 	}
 	return n, nil
-}
-
-// SetFanoutJobs records each event's webhook.fanout job id (publish, in the
-// event's transaction): the event awaits fanout until MarkFannedOut.
-func (q *Q) SetFanoutJobs(ctx context.Context, jobs map[string]int64) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	var sb strings.Builder
-	args := make([]any, 0, 2*len(jobs))
-	sb.WriteString(`UPDATE hookd_events SET fanout_job = CASE id`)
-	for id, job := range jobs {
-		fmt.Fprintf(&sb, ` WHEN $%d THEN CAST($%d AS BIGINT)`, len(args)+1, len(args)+2)
-		args = append(args, id, job)
-	}
-	sb.WriteString(` ELSE fanout_job END WHERE id IN (` + placeholders(len(args)+1, len(jobs)) + `)`)
-	for id := range jobs {
-		args = append(args, id)
-	}
-	if _, err := q.q.exec(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("set fanout jobs: %w", err)
-	}
-	return nil
 }
 
 // AwaitingFanout returns up to limit of the owner's events still awaiting
@@ -130,17 +158,21 @@ func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// LockEvent waits until no other transaction holds the event (on
-// PostgreSQL: SELECT … FOR UPDATE; SQLite has one writer at a time): a
-// fanout then sees whatever another fanout that took it committed.
-func (q *Q) LockEvent(ctx context.Context, id string) error {
+// LockEvent locks the event for this transaction (PostgreSQL: SELECT …
+// FOR UPDATE SKIP LOCKED; SQLite has one writer at a time and always gets
+// it). ok=false: another transaction holds it — a fanout that took the
+// event along, which enqueues its deliveries when it commits.
+func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
 	if q.db.Engine != Postgres {
-		return nil
+		return true, nil
 	}
 	var got string
-	err := q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE`, id).Scan(&got)
-	if err != nil && !NotFound(err) {
-		return fmt.Errorf("lock event: %w", err)
+	err = q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`, id).Scan(&got)
+	if NotFound(err) {
+		return false, nil // locked (or pruned: the fanout finds it gone next time)
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("lock event: %w", err)
+	}
+	return true, nil
 }

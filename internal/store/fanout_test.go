@@ -22,16 +22,11 @@ func TestAwaitingFanout(t *testing.T) {
 		mkOwner(t, db, "acme")
 		mkOwner(t, db, "beta")
 		var ids []string
-		jobs := map[string]int64{}
 		for i := range 4 {
-			e := mkEvent(t, db, "acme")
-			ids = append(ids, e.ID)
-			jobs[e.ID] = int64(100 + i)
+			ids = append(ids, mkAwaiting(t, db, "acme", int64(100+i)).ID)
 		}
 		mkEvent(t, db, "acme") // no fanout job: an internal event, or from before
-		beta := mkEvent(t, db, "beta")
-		jobs[beta.ID] = 200
-		must(t, q.SetFanoutJobs(ctx, jobs))
+		mkAwaiting(t, db, "beta", 200)
 
 		evs, js, err := q.AwaitingFanout(ctx, "acme", ids[0], 2)
 		must(t, err)
@@ -47,7 +42,6 @@ func TestAwaitingFanout(t *testing.T) {
 		if len(evs) != 1 || evs[0].ID != ids[3] || js[0] != 103 {
 			t.Fatalf("after marking: awaiting %v %v; want only %s", eventIDs(evs), js, ids[3])
 		}
-		must(t, q.SetFanoutJobs(ctx, nil))
 		must(t, q.MarkFannedOut(ctx, nil))
 	})
 }
@@ -60,11 +54,9 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 	eachEngine(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mkOwner(t, db, "acme")
-		jobs := map[string]int64{}
 		for i := range events {
-			jobs[mkEvent(t, db, "acme").ID] = int64(i + 1)
+			mkAwaiting(t, db, "acme", int64(i+1))
 		}
-		must(t, db.Q().SetFanoutJobs(ctx, jobs))
 		var mu sync.Mutex
 		taken := map[string]int{}
 		var wg sync.WaitGroup
@@ -110,10 +102,67 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 	})
 }
 
+// mkAwaiting inserts an event awaiting fanout by job.
+func mkAwaiting(t testing.TB, db *store.DB, ownerID string, job int64) *event.Event {
+	t.Helper()
+	e := newEvent(ownerID, "", t0)
+	e.FanoutJob = job
+	if _, _, err := db.Q().InsertEvent(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func eventIDs(evs []*event.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// TestInsertEvents: a batch is written a few hundred per statement; an
+// idempotency key used before, or earlier in the same batch, writes
+// nothing and answers with the first event's id.
+func TestInsertEvents(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		earlier := newEvent("acme", "k-old", t0)
+		if _, _, err := db.Q().InsertEvent(ctx, earlier); err != nil {
+			t.Fatal(err)
+		}
+		var evs []*event.Event
+		for i := range 450 { // three statements
+			key := ""
+			switch i {
+			case 10, 300:
+				key = "k-new" // 300 repeats 10, in another statement
+			case 20:
+				key = "k-old"
+			}
+			evs = append(evs, newEvent("acme", key, t0.Add(time.Duration(i)*time.Millisecond)))
+		}
+		res, err := db.Q().InsertEvents(ctx, evs)
+		must(t, err)
+		if len(res) != len(evs) {
+			t.Fatalf("%d results for %d events", len(res), len(evs))
+		}
+		for i, r := range res {
+			want := store.Inserted{ID: evs[i].ID, Inserted: true}
+			switch i {
+			case 300:
+				want = store.Inserted{ID: evs[10].ID}
+			case 20:
+				want = store.Inserted{ID: earlier.ID}
+			}
+			if r != want {
+				t.Fatalf("event %d: %+v, want %+v", i, r, want)
+			}
+		}
+		if n := count(t, db, `SELECT count(*) FROM hookd_events`); n != 1+450-2 {
+			t.Fatalf("%d events stored, want %d", n, 1+450-2)
+		}
+	})
 }
