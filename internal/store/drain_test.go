@@ -10,6 +10,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -236,4 +237,35 @@ func mkJobs(t testing.TB, db *store.DB, n int) []int64 {
 		return err
 	}))
 	return ids
+}
+
+// TestDeliveryPending: the short read a busy job makes — pending for its
+// own job, settled, another job's, gone.
+func TestDeliveryPending(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		ep := mkEndpoint(t, db, "acme", 1)
+		d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+		d.JobID = 7
+		mkDeliveries(t, db, d)
+		for _, c := range []struct {
+			job  int64
+			want bool
+		}{{7, true}, {8, false}} {
+			got, err := q.DeliveryPending(ctx, ep.ID, d.EventID, c.job)
+			must(t, err)
+			if got != c.want {
+				t.Fatalf("job %d: pending %v, want %v", c.job, got, c.want)
+			}
+		}
+		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: d.ID, Status: 200}}, nil, ts(t0)))
+		if got, err := q.DeliveryPending(ctx, ep.ID, d.EventID, 7); err != nil || got {
+			t.Fatalf("after delivery: pending %v err %v, want false", got, err)
+		}
+		_, err := q.DeliveryPending(ctx, ep.ID, "evt_gone", 7)
+		wantCode(t, err, apperr.NotFound)
+	})
 }

@@ -166,3 +166,46 @@ func TestInsertEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestLockEvent: a fanout that finds its event held by another fanout's
+// transaction is told so at once (PostgreSQL) instead of waiting; SQLite
+// has one writer at a time, so the event is always its own.
+func TestLockEvent(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mkOwner(t, db, "acme")
+		e := mkEvent(t, db, "acme")
+		ok, err := db.Q().LockEvent(ctx, e.ID)
+		must(t, err)
+		if !ok {
+			t.Fatal("a free event was not locked")
+		}
+		if db.Pool() == nil {
+			return
+		}
+		held := make(chan struct{})
+		release := make(chan struct{})
+		done := make(chan error)
+		go func() {
+			done <- db.InTx(ctx, func(q *store.Q) error {
+				if ok, err := q.LockEvent(ctx, e.ID); err != nil || !ok {
+					t.Errorf("first lock: ok %v err %v", ok, err)
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		must(t, db.InTx(ctx, func(q *store.Q) error {
+			ok, err := q.LockEvent(ctx, e.ID)
+			if err == nil && ok {
+				t.Error("an event another transaction holds was locked again")
+			}
+			return err
+		}))
+		close(release)
+		must(t, <-done)
+	})
+}
