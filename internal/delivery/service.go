@@ -64,7 +64,8 @@ type Config struct {
 	DrainBatch int
 	// FanoutBatch is how many other events awaiting fanout one fanout job
 	// takes along (default 100), FanoutPairs how many deliveries it stops
-	// adding events at (default 5000).
+	// adding events at (default 1000: each is held in memory until the
+	// commit, by each of the fanout workers).
 	FanoutBatch, FanoutPairs int
 	// UserAgent is sent with every delivery.
 	UserAgent string
@@ -118,7 +119,7 @@ func New(cfg Config) *Service {
 		cfg.FanoutBatch = 100
 	}
 	if cfg.FanoutPairs == 0 {
-		cfg.FanoutPairs = 5000
+		cfg.FanoutPairs = 1000
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"
