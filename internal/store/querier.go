@@ -135,15 +135,18 @@ func (p pgRelaxed) send(ctx context.Context, q string, args ...any) pgx.BatchRes
 
 func (p pgRelaxed) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	br := p.send(ctx, q, args...)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return 0, err
+	var tag pgconn.CommandTag
+	_, err := br.Exec() // set_config
+	if err == nil {
+		tag, err = br.Exec()
 	}
-	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return 0, err
 	}
-	return tag.RowsAffected(), br.Close()
+	return tag.RowsAffected(), nil
 }
 
 func (p pgRelaxed) query(ctx context.Context, q string, args ...any) (rows, error) {
