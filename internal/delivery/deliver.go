@@ -166,17 +166,21 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	if err != nil {
 		return Outcome{}, fmt.Errorf("endpoint %s: %w", ep.ID, err)
 	}
-	body, err := p.Body(ev, o)
+	buf := profile.Buffers.Get()
+	body, err := p.AppendBody(*buf, ev, o)
 	if err != nil {
+		profile.Buffers.Put(buf)
 		return Outcome{}, fmt.Errorf("render %s: %w", ev.ID, err)
 	}
+	*buf = body
 	h := make(http.Header, 6)
 	h["Content-Type"] = []string{"application/json"}
 	h["User-Agent"] = []string{s.cfg.UserAgent}
 	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {
+		profile.Buffers.Put(buf)
 		return Outcome{}, fmt.Errorf("sign %s: %w", ev.ID, err)
 	}
-	resp, err := s.cfg.Client.Post(ctx, ep.URL, h, body)
+	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
 	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter), nil
 }
 

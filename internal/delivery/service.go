@@ -19,9 +19,10 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// Poster sends one request: the egress client.
+// Poster sends one request: the egress client. The body comes from
+// profile.Buffers; release gives it back once nothing reads it.
 type Poster interface {
-	Post(ctx context.Context, url string, header http.Header, body []byte) (egress.Response, error)
+	PostReleasing(ctx context.Context, url string, header http.Header, body []byte, release func()) (egress.Response, error)
 }
 
 // Config wires the engine.

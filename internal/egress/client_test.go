@@ -346,3 +346,101 @@ func TestPostInvalidURL(t *testing.T) {
 		}
 	}
 }
+
+// released returns a release func and a channel closed on its first call;
+// a second call fails the test.
+func released(t *testing.T) (func(), <-chan struct{}) {
+	t.Helper()
+	done := make(chan struct{})
+	var calls atomic.Int32
+	return func() {
+		if calls.Add(1) > 1 {
+			t.Error("release called more than once")
+			return
+		}
+		close(done)
+	}, done
+}
+
+func waitReleased(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pooled body was never released")
+	}
+}
+
+// A pooled buffer rewritten after each release carries each request's own
+// bytes: the client reads none of it after release.
+func TestPostReleasingReusesBuffer(t *testing.T) {
+	t.Parallel()
+	var got []string
+	rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b)) // one request at a time
+		w.WriteHeader(http.StatusNoContent)
+	})
+	c := New(Config{Allow: allowList(t, "127.0.0.1")})
+	buf := make([]byte, 0, 64)
+	var want []string
+	for i := range 20 {
+		buf = append(buf[:0], `{"n":`...)
+		buf = append(buf, byte('a'+i), '}')
+		want = append(want, string(buf))
+		release, done := released(t)
+		res, err := c.PostReleasing(t.Context(), rcv.URL, nil, buf, release)
+		if err != nil || res.StatusCode != http.StatusNoContent {
+			t.Fatalf("PostReleasing = %+v, %v", res, err)
+		}
+		waitReleased(t, done)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("receiver got %v, want %v", got, want)
+	}
+}
+
+// A 307 makes a second reader of the body; release waits for both.
+func TestPostReleasingAcrossRedirect(t *testing.T) {
+	t.Parallel()
+	target := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	})
+	front := newReceiver(t, "127.0.0.2:0", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	})
+	c := New(Config{Allow: allowList(t, "127.0.0.1,127.0.0.2")})
+	release, done := released(t)
+	res, err := c.PostReleasing(t.Context(), front.URL, nil, []byte(`{"x":1}`), release)
+	if err != nil || res.StatusCode != http.StatusOK || target.hits.Load() != 1 {
+		t.Fatalf("PostReleasing = %+v, %v (target hits %d), want 200 via redirect", res, err, target.hits.Load())
+	}
+	waitReleased(t, done)
+}
+
+// A receiver that answers without reading a large body: the transport may
+// still be writing when the response is back; release comes when it stops.
+func TestPostReleasingEarlyAnswer(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	})
+	c := New(Config{Allow: allowList(t, "127.0.0.1")})
+	release, done := released(t)
+	res, err := c.PostReleasing(t.Context(), rcv.URL, nil, bytes.Repeat([]byte("z"), 4<<20), release)
+	if err == nil && res.StatusCode != http.StatusAccepted {
+		t.Fatalf("PostReleasing = %+v, want 202", res)
+	}
+	waitReleased(t, done)
+}
+
+func TestPostReleasingBadURL(t *testing.T) {
+	t.Parallel()
+	release, done := released(t)
+	_, err := New(Config{}).PostReleasing(t.Context(), "http://[::1", nil, []byte(`{}`), release)
+	if !errors.Is(err, ErrInvalidURL) {
+		t.Fatalf("PostReleasing = %v, want ErrInvalidURL", err)
+	}
+	waitReleased(t, done)
+}

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
@@ -105,9 +106,14 @@ func (Kwork) Catalog() []event.Type {
 }
 
 // Body renders {"id","type","createdAt","apiVersion","tenant","environment","app","data"}.
-func (Kwork) Body(ev *event.Event, o *owner.Owner) ([]byte, error) {
+func (p Kwork) Body(ev *event.Event, o *owner.Owner) ([]byte, error) {
+	return p.AppendBody(nil, ev, o)
+}
+
+// AppendBody appends what Body returns to dst.
+func (Kwork) AppendBody(dst []byte, ev *event.Event, o *owner.Owner) ([]byte, error) {
 	a := o.Attributes
-	b := make([]byte, 0, 160+len(ev.ID)+len(ev.Type)+len(ev.Tenant)+len(ev.Data))
+	b := slices.Grow(dst, 160+len(ev.ID)+len(ev.Type)+len(ev.Tenant)+len(ev.Data))
 	b = append(b, `{"id":`...)
 	b = appendString(b, ev.ID)
 	b = append(b, `,"type":`...)

@@ -29,9 +29,10 @@ type Profile interface {
 	NewSecret() (string, error)
 	// ValidateSecret checks a secret an owner supplies (rotation to a known value).
 	ValidateSecret(secret string) error
-	// Body renders ev for an endpoint of o. It is computed once per attempt
-	// from stored data and is byte-identical on every retry.
-	Body(ev *event.Event, o *owner.Owner) ([]byte, error)
+	// AppendBody appends ev, rendered for an endpoint of o, to dst. It is
+	// computed once per attempt from stored data and is byte-identical on
+	// every retry. dst may come from Buffers (the attempt's hot path).
+	AppendBody(dst []byte, ev *event.Event, o *owner.Owner) ([]byte, error)
 	// Sign sets one attempt's headers on h: identity headers and a
 	// signature over m.Body at now (recomputed on every attempt).
 	Sign(h http.Header, secret string, m Message, now time.Time) error

@@ -100,7 +100,7 @@ func goldenCases() []goldenCase {
 // set, sorted, one per line; a blank line; the body bytes; a newline.
 func render(t *testing.T, c goldenCase) (http.Header, []byte, []byte) {
 	t.Helper()
-	body, err := c.p.Body(c.ev, c.o)
+	body, err := c.p.AppendBody(nil, c.ev, c.o)
 	if err != nil {
 		t.Fatal(err)
 	}
