@@ -59,9 +59,9 @@ func (s *Service) retryOf(metadata []byte) profile.Retry {
 
 // Work makes one attempt: lease, sign, POST, classify, settle. A success
 // is followed by a drain of the endpoint's next fresh deliveries while the
-// lease is held. The lease comes first: a job that meets it busy (under a
-// hot endpoint's backlog, most of them, while the holders drain) costs one
-// short read before it snoozes, not a full load.
+// lease is held (see drainThenHandOver). The lease comes first: a job that
+// meets it busy (under a hot endpoint's backlog, most of them, while the
+// holders drain) costs one short read before it snoozes, not a full load.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s := w.s
 	q := s.db.Q()
@@ -85,7 +85,12 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		}
 		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
-	defer func() { _ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), endpointID, slot, job.ID) }()
+	held := true // until a drain hands the slot over
+	defer func() {
+		if held {
+			s.releaseLease(ctx, endpointID, slot, job.ID)
+		}
+	}()
 	a, err := q.LoadAttempt(ctx, endpointID, eventID)
 	if apperr.IsNotFound(err) {
 		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
@@ -130,9 +135,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		return err
 	}
 	if out.Verdict == Complete {
-		s.drain(ctx, ep, slot, job.ID, exclusive, now)
+		held = false
+		s.drainThenHandOver(ctx, ep, slot, job.ID, exclusive, now)
 	}
 	return ret
+}
+
+func (s *Service) releaseLease(ctx context.Context, endpointID string, slot int, holder int64) {
+	_ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), endpointID, slot, holder)
 }
 
 // preflight decides, from hookd's record, whether this job should send at

@@ -26,25 +26,29 @@ import (
 // after DrainMax, or while a whole attempt still fits in the job's
 // timeout. A process killed mid-drain sends again only the successes not
 // yet recorded: those of the flush in progress and the sends since.
-func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
+func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time, max int) (sent int, idle bool) {
 	deadline, hasDeadline := ctx.Deadline()
 	budget := s.cfg.HTTPTimeout + 2*time.Second
 	canSend := func() bool { return ctx.Err() == nil && (!hasDeadline || time.Until(deadline) >= budget) }
 	q, rq := s.db.Q(), s.db.Relaxed()
 	rec := s.rec.forDrain()
-	defer rec.wait()
-	for sent := 0; sent < s.cfg.DrainMax; {
+	defer func() {
+		if !rec.wait() {
+			idle = false // successes not recorded: do not read them again
+		}
+	}()
+	for sent < max {
 		if !canSend() {
-			return
+			return sent, false
 		}
 		now := s.now()
 		if now.Sub(leased) > s.cfg.LeaseFor/4 { // the drain may outlast LeaseFor: keep the slot
 			if _, ok, err := q.TakeLease(ctx, ep.ID, holder, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
-				return
+				return sent, false
 			}
 			leased = now
 		}
-		limit := min(s.cfg.DrainBatch, s.cfg.DrainMax-sent)
+		limit := min(s.cfg.DrainBatch, max-sent)
 		var (
 			batch []*store.Attemptable
 			err   error
@@ -55,7 +59,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			// batch's successes must be recorded first, or they would be
 			// read again.
 			if !rec.wait() {
-				return
+				return sent, false
 			}
 			batch, err = q.FreshAttempts(ctx, ep.ID, limit, now.UnixMicro())
 		} else {
@@ -67,9 +71,13 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 				}
 			}
 		}
-		if err != nil || len(batch) == 0 {
-			return
+		if err != nil {
+			return sent, false
 		}
+		if len(batch) == 0 {
+			return sent, true // nothing fresh due: the endpoint is idle
+		}
+		before := sent
 		var unsent []string
 		stopped := false
 		for _, a := range batch {
@@ -100,12 +108,47 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing
 			_ = rq.ReleaseClaims(context.WithoutCancel(ctx), unsent)
 		}
-		if stopped {
-			return
+		if stopped || sent == before {
+			// Nothing in the batch could be sent (disabled, pruned): an
+			// exclusive drain, which claims nothing, would read it again.
+			return sent, false
 		}
 		// Read again even after a short batch: deliveries that arrived
 		// while it was sent would otherwise wait for their own jobs, which
 		// may have met the lease held and snoozed.
+	}
+	return sent, false
+}
+
+// drainThenHandOver drains with the slot, releases it, and then looks
+// once more for a fresh delivery due. A delivery committed while this drain
+// held the slot, after its last read found nothing, has a job that met the
+// slot busy and snoozed (BusySnooze): without this look it would wait that
+// out, with the endpoint idle. The look comes after the release, so any job
+// that met the slot busy did so before it, on a delivery already committed:
+// the look sees it. If one is due, the slot is taken again (unless another
+// job took it, which then sends it) and the drain goes on, within the same
+// deadline.
+func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
+	for total := 0; ; {
+		sent, idle := s.drain(ctx, ep, slot, holder, exclusive, leased, s.cfg.DrainMax-total)
+		s.releaseLease(ctx, ep.ID, slot, holder)
+		total += sent
+		// Only a drain that ran dry looks again: one stopped by a failure,
+		// DrainMax or the deadline leaves the rest to their own jobs.
+		if !idle || sent == 0 || total >= s.cfg.DrainMax || ctx.Err() != nil {
+			return
+		}
+		now := s.now()
+		if due, err := s.db.Q().FreshDue(ctx, ep.ID, now.UnixMicro()); err != nil || !due {
+			return
+		}
+		var ok bool
+		var err error
+		if slot, ok, err = s.db.Q().TakeLease(ctx, ep.ID, holder, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
+			return
+		}
+		leased = now
 	}
 }
 

@@ -40,6 +40,15 @@ func TestClaimFresh(t *testing.T) {
 		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: tried.ID, Sent: true, Status: 500, State: endpoint.Pending, Now: ts(t0)}))
 
 		now, until := ts(t0.Add(time.Second)), ts(t0.Add(21*time.Second))
+		freshDue := func(endpointID string, at int64) bool {
+			t.Helper()
+			due, err := q.FreshDue(ctx, endpointID, at)
+			must(t, err)
+			return due
+		}
+		if !freshDue(ep.ID, now) || !freshDue(other.ID, now) {
+			t.Fatal("FreshDue = false with fresh deliveries due")
+		}
 		got, err := q.ClaimFresh(ctx, ep.ID, 3, now, until)
 		must(t, err)
 		slices.Sort(got)
@@ -54,7 +63,19 @@ func TestClaimFresh(t *testing.T) {
 		if got, err = q.ClaimFresh(ctx, ep.ID, 10, now, until); err != nil || len(got) != 0 {
 			t.Fatalf("third claim %v %v, want nothing left", got, err)
 		}
+		// FreshDue sees what a claim would: nothing while all are claimed
+		// (the attempted and the not-yet-due do not count) ...
+		if freshDue(ep.ID, now) {
+			t.Fatal("FreshDue = true with every fresh delivery claimed")
+		}
+		// ... and the not-yet-due one once it is due and the claims expired.
+		if !freshDue(ep.ID, ts(t0.Add(2*time.Hour))) {
+			t.Fatal("FreshDue = false once claims expired and the later delivery is due")
+		}
 		must(t, q.ReleaseClaims(ctx, fresh[:2]))
+		if !freshDue(ep.ID, now) {
+			t.Fatal("FreshDue = false after claims were released")
+		}
 		if got, _ = q.ClaimFresh(ctx, ep.ID, 10, now, until); !sameSet(got, fresh[:2]) {
 			t.Fatalf("after release: claimed %v, want %v", got, fresh[:2])
 		}

@@ -68,6 +68,22 @@ func (q *Q) FreshAttempts(ctx context.Context, endpointID string, limit int, now
 		ORDER BY d.id LIMIT $3`, endpointID, now, limit)
 }
 
+// FreshDue reports whether the endpoint has a fresh delivery (pending,
+// never attempted, unclaimed) due at now: what FreshAttempts and
+// ClaimFresh would read.
+func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
+	var one int
+	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2) LIMIT 1`, endpointID, now).Scan(&one)
+	if NotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fresh due: %w", err)
+	}
+	return true, nil
+}
+
 func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*Attemptable, error) {
 	rs, err := q.q.query(ctx, query, args...)
 	if err != nil {
