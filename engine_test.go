@@ -10,6 +10,7 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
@@ -367,6 +368,68 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 				t.Fatalf("%d deliver jobs of %d unfinished (%d ran); want all finished", n, total, ran)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// TestBusyEndpointJobsDeferred: deliveries fanned out while every slot of
+// their endpoint is held get jobs scheduled BusySnooze out (here an hour),
+// since such a job would only meet the lease busy and snooze. They are
+// delivered all the same, at once: the holder drains them, and a holder
+// stopped by DrainMax (here 4) wakes the next delivery's job instead of
+// leaving the backlog to wait out the deferral.
+func TestBusyEndpointJobsDeferred(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+			c.BusySnooze = time.Hour
+			c.DrainMax = 4
+		}})
+		rc := newReceiver(t)
+		gate := make(chan struct{})
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-gate // hold the lease while the rest are fanned out
+			}
+			return 200, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		b.must(202, "POST", "/api/v1/events", map[string]any{"type": "hot.item", "data": map[string]int{"i": 0}}, nil)
+		rc.waitFor(t, 1, wait) // the first delivery's job holds the lease now
+		events := make([]map[string]any, 20)
+		for i := range events {
+			events[i] = map[string]any{"type": "hot.item", "data": map[string]int{"i": i + 1}}
+		}
+		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
+		var ds []deliveryOut
+		for deadline := time.Now().Add(wait); len(ds) < 21; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("fanout created %d of 21 deliveries", len(ds))
+			}
+			ds = b.deliveries(ep.ID)
+		}
+		deferred := 0
+		for _, d := range ds {
+			if d.State == "pending" && d.JobID != 0 && b.job(d.JobID).ScheduledAt.After(time.Now().Add(30*time.Minute)) {
+				deferred++
+			}
+		}
+		if deferred != 20 {
+			t.Fatalf("%d of the 20 deliveries fanned out behind the held lease have deferred jobs, want 20", deferred)
+		}
+		close(gate)
+		got := rc.waitFor(t, 21, wait)
+		seen := map[string]int{}
+		for _, r := range got {
+			seen[r.Header.Get("webhook-id")]++
+			verify(t, ep.Secret, r)
+		}
+		if len(seen) != 21 || rc.maxInFl.Load() != 1 {
+			t.Fatalf("%d distinct events of 21, max in flight %d (want 1)", len(seen), rc.maxInFl.Load())
+		}
+		for _, d := range ds {
+			b.waitDelivery(ep.ID, d.EventID, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 		}
 	})
 }

@@ -72,6 +72,9 @@ type Config struct {
 	BusySnooze  time.Duration
 	JobTimeout  time.Duration
 	HTTPTimeout time.Duration
+	// DrainMax bounds how many deliveries one lease holder sends in a row
+	// before it hands over to the next delivery's job (default 1000).
+	DrainMax int
 }
 
 // Hookd is a running (or ready to run) hookd.
@@ -135,7 +138,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		Scope:  scope.Predicate{Source: cfg.ScopeSource},
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
-		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg),
+		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 	})
 	rc := riverConfig(cfg, engine, db.Engine)
 	queue, err := db.NewRiver(rc)

@@ -26,7 +26,7 @@ import (
 // after DrainMax, or while a whole attempt still fits in the job's
 // timeout. A process killed mid-drain sends again only the successes not
 // yet recorded: those of the flush in progress and the sends since.
-func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time, max int) (sent int, idle bool) {
+func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time, most int) (sent int, end drainEnd) {
 	deadline, hasDeadline := ctx.Deadline()
 	budget := s.cfg.HTTPTimeout + 2*time.Second
 	canSend := func() bool { return ctx.Err() == nil && (!hasDeadline || time.Until(deadline) >= budget) }
@@ -34,21 +34,25 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 	rec := s.rec.forDrain()
 	defer func() {
 		if !rec.wait() {
-			idle = false // successes not recorded: do not read them again
+			end = drainStopped // successes not recorded: do not read them again
 		}
 	}()
-	for sent < max {
+	// Each read starts past the last one: a delivery committed meanwhile
+	// with a lower id (a fanout that began earlier) is skipped here, and
+	// found by the look after the release (drainThenHandOver).
+	after := ""
+	for sent < most {
 		if !canSend() {
-			return sent, false
+			return sent, drainBound
 		}
 		now := s.now()
 		if now.Sub(leased) > s.cfg.LeaseFor/4 { // the drain may outlast LeaseFor: keep the slot
 			if _, ok, err := q.TakeLease(ctx, ep.ID, holder, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err != nil || !ok {
-				return sent, false
+				return sent, drainStopped
 			}
 			leased = now
 		}
-		limit := min(s.cfg.DrainBatch, max-sent)
+		limit := min(s.cfg.DrainBatch, most-sent)
 		var (
 			batch []*store.Attemptable
 			err   error
@@ -59,32 +63,36 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			// batch's successes must be recorded first, or they would be
 			// read again.
 			if !rec.wait() {
-				return sent, false
+				return sent, drainStopped
 			}
-			batch, err = q.FreshAttempts(ctx, ep.ID, limit, now.UnixMicro())
+			batch, err = q.FreshAttempts(ctx, ep.ID, after, limit, now.UnixMicro())
 		} else {
 			// Other slots' holders drain too: claim a disjoint batch first.
 			var claimed []string
-			if claimed, err = rq.ClaimFresh(ctx, ep.ID, limit, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err == nil && len(claimed) > 0 {
+			if claimed, err = rq.ClaimFresh(ctx, ep.ID, after, limit, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro()); err == nil && len(claimed) > 0 {
 				if batch, err = q.LoadAttempts(ctx, claimed); err != nil {
 					_ = rq.ReleaseClaims(context.WithoutCancel(ctx), claimed)
 				}
 			}
 		}
 		if err != nil {
-			return sent, false
+			return sent, drainStopped
 		}
 		if len(batch) == 0 {
-			return sent, true // nothing fresh due: the endpoint is idle
+			return sent, drainIdle
+		}
+		for _, a := range batch {
+			after = max(after, a.Delivery.ID)
 		}
 		before := sent
 		var unsent []string
-		stopped := false
+		stopped, bound := false, false
 		for _, a := range batch {
 			d := a.Delivery
 			p, err := s.cfg.Profiles.Get(a.Owner.Profile)
 			if stopped || !canSend() || err != nil || d.State != endpoint.Pending || d.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
-				stopped = stopped || !canSend()
+				bound = bound || !canSend()
+				stopped = stopped || bound
 				unsent = append(unsent, d.ID) // left to the delivery's own job
 				continue
 			}
@@ -108,17 +116,30 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing
 			_ = rq.ReleaseClaims(context.WithoutCancel(ctx), unsent)
 		}
-		if stopped || sent == before {
-			// Nothing in the batch could be sent (disabled, pruned): an
-			// exclusive drain, which claims nothing, would read it again.
-			return sent, false
+		switch {
+		case bound:
+			return sent, drainBound
+		case stopped || sent == before:
+			// A failure; or nothing in the batch could be sent (disabled,
+			// pruned): an exclusive drain, which claims nothing, would
+			// read it again.
+			return sent, drainStopped
 		}
 		// Read again even after a short batch: deliveries that arrived
 		// while it was sent would otherwise wait for their own jobs, which
 		// may have met the lease held and snoozed.
 	}
-	return sent, false
+	return sent, drainBound
 }
+
+// drainEnd is why a drain ended.
+type drainEnd int
+
+const (
+	drainIdle    drainEnd = iota // a read found nothing fresh due
+	drainBound                   // DrainMax or the deadline: fresh deliveries may remain
+	drainStopped                 // a failure or an error: the rest is left to the deliveries' jobs
+)
 
 // drainThenHandOver drains with the slot, releases it, and then looks
 // once more for a fresh delivery due. A delivery committed while this drain
@@ -131,16 +152,22 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 // deadline.
 func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
 	for total := 0; ; {
-		sent, idle := s.drain(ctx, ep, slot, holder, exclusive, leased, s.cfg.DrainMax-total)
+		sent, end := s.drain(ctx, ep, slot, holder, exclusive, leased, s.cfg.DrainMax-total)
 		s.releaseLease(ctx, ep.ID, slot, holder)
 		total += sent
-		// Only a drain that ran dry looks again: one stopped by a failure,
-		// DrainMax or the deadline leaves the rest to their own jobs.
-		if !idle || sent == 0 || total >= s.cfg.DrainMax || ctx.Err() != nil {
+		if end == drainStopped || end == drainIdle && sent == 0 {
 			return
 		}
 		now := s.now()
-		if due, err := s.db.Q().FreshDue(ctx, ep.ID, now.UnixMicro()); err != nil || !due {
+		if end == drainIdle {
+			if due, err := s.db.Q().FreshDue(ctx, ep.ID, now.UnixMicro()); err != nil || !due {
+				return
+			}
+		}
+		if end == drainBound || total >= s.cfg.DrainMax || ctx.Err() != nil {
+			// This job may drain no more, and the next deliveries' jobs
+			// may be deferred (deferBusy): wake the next one now.
+			s.wakeNext(ctx, ep.ID)
 			return
 		}
 		var ok bool
@@ -149,6 +176,16 @@ func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, 
 			return
 		}
 		leased = now
+	}
+}
+
+// wakeNext makes the job of the endpoint's next fresh delivery available
+// now (River's JobRetry; a running job is left alone).
+func (s *Service) wakeNext(ctx context.Context, endpointID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.db.WakeNextFresh(ctx, endpointID, s.now().UnixMicro()); err != nil {
+		s.log.Warn("could not wake the next delivery's job; it runs when scheduled", "endpoint", endpointID, "error", err)
 	}
 }
 

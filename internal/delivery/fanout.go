@@ -151,6 +151,9 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 			}
 		}
 		if len(ds) > 0 {
+			if err := s.deferBusy(ctx, q, ds, params, now); err != nil {
+				return err
+			}
 			// Jobs first, so each delivery row is written once, with its job id.
 			res, err := q.InsertJobs(ctx, params)
 			if err != nil {
@@ -171,6 +174,37 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		}
 		return q.DeleteJobs(ctx, gone)
 	})
+}
+
+// deferBusy schedules BusySnooze out the jobs of deliveries to endpoints
+// whose every lease slot is held right now. Such a job would only be
+// fetched, meet the lease busy and snooze for BusySnooze (a fetch, a lease
+// try, a read and a completion, for nothing): under a hot endpoint's
+// backlog that was most of River's work. The deliveries themselves are due
+// at once, and the holders' drains send them (the drain reads until it
+// finds nothing, then looks again after its release); their jobs are then
+// deleted unrun. A job deferred just as the last holder let go runs after
+// BusySnooze, as a snoozed one would have.
+func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) error {
+	seen := make(map[string]bool, len(ds))
+	var ids []string
+	for _, d := range ds {
+		if !seen[d.EndpointID] {
+			seen[d.EndpointID] = true
+			ids = append(ids, d.EndpointID)
+		}
+	}
+	busy, err := q.BusyEndpoints(ctx, ids, now.UnixMicro())
+	if err != nil || len(busy) == 0 {
+		return err
+	}
+	later := now.Add(s.cfg.BusySnooze)
+	for i, d := range ds {
+		if opts := params[i].InsertOpts; busy[d.EndpointID] && opts.ScheduledAt.Before(later) {
+			opts.ScheduledAt = later
+		}
+	}
+	return nil
 }
 
 // jobMeta rides in a deliver job's metadata so River's retry policy knows

@@ -49,18 +49,29 @@ func TestClaimFresh(t *testing.T) {
 		if !freshDue(ep.ID, now) || !freshDue(other.ID, now) {
 			t.Fatal("FreshDue = false with fresh deliveries due")
 		}
-		got, err := q.ClaimFresh(ctx, ep.ID, 3, now, until)
+		got, err := q.ClaimFresh(ctx, ep.ID, "", 3, now, until)
 		must(t, err)
 		slices.Sort(got)
 		if !slices.Equal(got, fresh[:3]) {
 			t.Fatalf("first claim %v, want the 3 oldest fresh %v", got, fresh[:3])
 		}
-		got, err = q.ClaimFresh(ctx, ep.ID, 10, now, until)
+		got, err = q.ClaimFresh(ctx, ep.ID, "", 10, now, until)
 		must(t, err)
 		if !sameSet(got, fresh[3:]) {
 			t.Fatalf("second claim %v, want the other fresh ones %v (not the claimed, the attempted, the not-yet-due, another endpoint's)", got, fresh[3:])
 		}
-		if got, err = q.ClaimFresh(ctx, ep.ID, 10, now, until); err != nil || len(got) != 0 {
+		// A drain's cursor: reads start past the last id it read.
+		// (At until the claims have expired; the later one is not due.)
+		batch, err := q.FreshAttempts(ctx, ep.ID, fresh[2], 10, until)
+		must(t, err)
+		var ids []string
+		for _, a := range batch {
+			ids = append(ids, a.Delivery.ID)
+		}
+		if !slices.Equal(ids, fresh[3:]) {
+			t.Fatalf("FreshAttempts past %s = %v, want %v", fresh[2], ids, fresh[3:])
+		}
+		if got, err = q.ClaimFresh(ctx, ep.ID, "", 10, now, until); err != nil || len(got) != 0 {
 			t.Fatalf("third claim %v %v, want nothing left", got, err)
 		}
 		// FreshDue sees what a claim would: nothing while all are claimed
@@ -73,14 +84,18 @@ func TestClaimFresh(t *testing.T) {
 			t.Fatal("FreshDue = false once claims expired and the later delivery is due")
 		}
 		must(t, q.ReleaseClaims(ctx, fresh[:2]))
+		if got, _ = q.ClaimFresh(ctx, ep.ID, fresh[0], 10, now, until); !slices.Equal(got, fresh[1:2]) {
+			t.Fatalf("claim past %s: %v, want only %s", fresh[0], got, fresh[1])
+		}
+		must(t, q.ReleaseClaims(ctx, fresh[1:2]))
 		if !freshDue(ep.ID, now) {
 			t.Fatal("FreshDue = false after claims were released")
 		}
-		if got, _ = q.ClaimFresh(ctx, ep.ID, 10, now, until); !sameSet(got, fresh[:2]) {
+		if got, _ = q.ClaimFresh(ctx, ep.ID, "", 10, now, until); !sameSet(got, fresh[:2]) {
 			t.Fatalf("after release: claimed %v, want %v", got, fresh[:2])
 		}
 		// Claims expire: a drain that died holds nothing after `until`.
-		if got, _ = q.ClaimFresh(ctx, ep.ID, 10, until, until+1); !sameSet(got, fresh) {
+		if got, _ = q.ClaimFresh(ctx, ep.ID, "", 10, until, until+1); !sameSet(got, fresh) {
 			t.Fatalf("after expiry: claimed %v, want all fresh %v", got, fresh)
 		}
 	})
@@ -109,7 +124,7 @@ func TestClaimFreshConcurrent(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					ids, err := db.Q().ClaimFresh(ctx, ep.ID, 4, now, now+20e6)
+					ids, err := db.Q().ClaimFresh(ctx, ep.ID, "", 4, now, now+20e6)
 					if err != nil {
 						t.Errorf("ClaimFresh: %v", err)
 						return

@@ -80,16 +80,21 @@ func (q *Q) ClaimDelivery(ctx context.Context, id string, attempts int, now, unt
 // (pending, never attempted, due, unclaimed) until `until` and returns
 // their ids: what a lease holder drains next. Concurrent claimers (the
 // holders of a kwork subscription's slots) get disjoint sets.
-func (q *Q) ClaimFresh(ctx context.Context, endpointID string, limit int, now, until int64) ([]string, error) {
+//
+// after ("" for none) skips ids up to and including it: a drain passes the
+// last id it read, so its next read starts past the deliveries it already
+// sent, whose index entries stay behind, dead, until vacuum (under a long
+// backlog, re-reading them from the head made each read slower).
+func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int, now, until int64) ([]string, error) {
 	// The candidates are picked once, in a materialized CTE: PostgreSQL may
 	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
 	// more than limit.
-	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND state = 'pending' AND attempts = 0
 		            AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
 		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
 		UPDATE hookd_deliveries SET claimed_until = $3
 		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
-		RETURNING id`, endpointID, now, until, limit)
+		RETURNING id`, endpointID, now, until, limit, after)
 	if err != nil {
 		return nil, fmt.Errorf("claim fresh deliveries: %w", err)
 	}
@@ -116,4 +121,33 @@ func (q *Q) ReleaseClaims(ctx context.Context, deliveryIDs []string) error {
 		return fmt.Errorf("release claims: %w", err)
 	}
 	return nil
+}
+
+// BusyEndpoints returns which of the endpoints have every lease slot held
+// at now: a job enqueued for one of them now would only meet the lease
+// busy and snooze.
+func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) (map[string]bool, error) {
+	busy := map[string]bool{}
+	for len(endpointIDs) > 0 {
+		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
+		endpointIDs = endpointIDs[len(chunk):]
+		rs, err := q.q.query(ctx, `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
+			GROUP BY endpoint_id HAVING min(busy_until) > $1`, append([]any{now}, anys(chunk)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("busy endpoints: %w", err)
+		}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("busy endpoints: %w", err)
+			}
+			busy[id] = true
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("busy endpoints: %w", err)
+		}
+	}
+	return busy, nil
 }

@@ -241,3 +241,43 @@ func BenchmarkLease(b *testing.B) {
 		})
 	}
 }
+
+// TestBusyEndpoints: an endpoint is busy while every one of its slots is
+// held; one free (or expired) slot makes it not busy.
+func TestBusyEndpoints(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		one := mkEndpoint(t, db, "acme", 1)
+		two := mkEndpoint(t, db, "acme", 2)
+		idle := mkEndpoint(t, db, "acme", 1)
+		now, until := ts(t0), ts(t0.Add(20*time.Second))
+		take := func(id string, holder int64) {
+			t.Helper()
+			if _, ok, err := q.TakeLease(ctx, id, holder, now, until); err != nil || !ok {
+				t.Fatalf("take lease of %s: %v %v", id, ok, err)
+			}
+		}
+		take(one.ID, 1)
+		take(two.ID, 2) // one of two slots
+		ids := []string{one.ID, two.ID, idle.ID, "ep_gone"}
+		busy, err := q.BusyEndpoints(ctx, ids, now)
+		must(t, err)
+		if !busy[one.ID] || busy[two.ID] || busy[idle.ID] || len(busy) != 1 {
+			t.Fatalf("busy = %v, want only %s (its only slot held)", busy, one.ID)
+		}
+		take(two.ID, 3) // both slots now
+		if busy, _ = q.BusyEndpoints(ctx, ids, now); !busy[one.ID] || !busy[two.ID] || len(busy) != 2 {
+			t.Fatalf("busy = %v, want %s and %s", busy, one.ID, two.ID)
+		}
+		if busy, _ = q.BusyEndpoints(ctx, ids, until); len(busy) != 0 {
+			t.Fatalf("busy at the leases' end = %v, want none", busy)
+		}
+		must(t, q.ReleaseLease(ctx, one.ID, 0, 1))
+		if busy, _ = q.BusyEndpoints(ctx, ids, now); busy[one.ID] {
+			t.Fatalf("busy = %v after %s's release", busy, one.ID)
+		}
+	})
+}

@@ -61,11 +61,12 @@ func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*Attempta
 // FreshAttempts reads up to limit of the endpoint's oldest fresh
 // deliveries (pending, never attempted, due, unclaimed) with everything an
 // attempt needs, in one query and without claiming them: for the holder
-// of an exclusive lease, whom nobody else can send beside.
-func (q *Q) FreshAttempts(ctx context.Context, endpointID string, limit int, now int64) ([]*Attemptable, error) {
-	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.state = 'pending' AND d.attempts = 0
+// of an exclusive lease, whom nobody else can send beside. after is as for
+// ClaimFresh.
+func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*Attemptable, error) {
+	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND d.state = 'pending' AND d.attempts = 0
 		AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2) AND (d.claimed_until IS NULL OR d.claimed_until <= $2)
-		ORDER BY d.id LIMIT $3`, endpointID, now, limit)
+		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
 }
 
 // FreshDue reports whether the endpoint has a fresh delivery (pending,

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -56,3 +57,27 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 }
 
 type queue = Queue
+
+// WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
+// due at now available at once, if it is scheduled for later (River's
+// JobRetry; a running job is left alone). No such delivery, or a job
+// already gone, is not an error.
+func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) error {
+	var jobID int64
+	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
+		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2) AND job_id <> 0
+		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
+	if NotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("next fresh delivery: %w", err)
+	}
+	if db.queue == nil {
+		return nil
+	}
+	if _, err := db.queue.JobRetry(ctx, jobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+		return fmt.Errorf("wake job %d: %w", jobID, err)
+	}
+	return nil
+}
