@@ -98,7 +98,9 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	// synchronous completion of this fanout job makes this transaction
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
-	return s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+	var deferred []string
+	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+		deferred = nil // a retried transaction starts over
 		// Another fanout may be fanning this event out right now: look
 		// again once it has committed (its pairs are then skipped below)
 		// rather than hold a fanout worker waiting for it.
@@ -151,7 +153,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 			}
 		}
 		if len(ds) > 0 {
-			if err := s.deferBusy(ctx, q, ds, params, now); err != nil {
+			if deferred, err = s.deferBusy(ctx, q, ds, params, now); err != nil {
 				return err
 			}
 			// Jobs first, so each delivery row is written once, with its job id.
@@ -174,6 +176,10 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		}
 		return q.DeleteJobs(ctx, gone)
 	})
+	if err == nil && len(deferred) > 0 {
+		s.wakeIfFree(ctx, deferred)
+	}
+	return err
 }
 
 // deferBusy schedules BusySnooze out the jobs of deliveries to endpoints
@@ -185,7 +191,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 // finds nothing, then looks again after its release); their jobs are then
 // deleted unrun. A job deferred just as the last holder let go runs after
 // BusySnooze, as a snoozed one would have.
-func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) error {
+func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) (deferred []string, err error) {
 	seen := make(map[string]bool, len(ds))
 	var ids []string
 	for _, d := range ds {
@@ -196,7 +202,7 @@ func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Deli
 	}
 	busy, err := q.BusyEndpoints(ctx, ids, now.UnixMicro())
 	if err != nil || len(busy) == 0 {
-		return err
+		return nil, err
 	}
 	later := now.Add(s.cfg.BusySnooze)
 	for i, d := range ds {
@@ -204,7 +210,28 @@ func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Deli
 			opts.ScheduledAt = later
 		}
 	}
-	return nil
+	for id := range busy {
+		deferred = append(deferred, id)
+	}
+	return deferred, nil
+}
+
+// wakeIfFree runs after a fanout that deferred jobs has committed: for each
+// of those endpoints no longer busy it wakes the next delivery's job. The
+// last holder may have let go, and looked for fresh deliveries, between the
+// fanout's busy check and its commit; it then missed them. Either the
+// holder's look came after this commit (and saw them), or its release came
+// before this check (and this wakes a job).
+func (s *Service) wakeIfFree(ctx context.Context, endpointIDs []string) {
+	busy, err := s.db.Q().BusyEndpoints(ctx, endpointIDs, s.now().UnixMicro())
+	if err != nil {
+		busy = nil // wake them all: a spare job only meets the lease busy
+	}
+	for _, id := range endpointIDs {
+		if !busy[id] {
+			s.wakeNext(ctx, id)
+		}
+	}
 }
 
 // jobMeta rides in a deliver job's metadata so River's retry policy knows
