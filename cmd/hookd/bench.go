@@ -22,6 +22,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Events, "events", 1000, "events to publish")
 	fs.IntVar(&o.Endpoints, "endpoints", 10, "endpoints to create")
 	fs.IntVar(&o.Owners, "owners", 0, "owners the endpoints and events are spread over (default min(endpoints, 10))")
+	fs.IntVar(&o.Warmup, "warmup", 0, "events published (the same way) and delivered before the measured run, counted in no figure")
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: publish this many events/s (default: closed loop, as fast as possible)")
 	fs.StringVar(&o.Profile, "profile", "standard", "owners' profile: standard or kwork")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "the receiver answers 200 after this long")

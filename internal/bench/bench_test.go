@@ -57,6 +57,29 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunWarmup: warm-up events are delivered before the measured run and
+// counted in none of its figures (open loop, to cover both publishers'
+// ranges with TestRun's closed loop).
+func TestRunWarmup(t *testing.T) {
+	t.Parallel()
+	var progress strings.Builder
+	res, err := bench.Run(context.Background(), bench.Options{
+		DB: "sqlite", Events: 12, Warmup: 7, Endpoints: 4, Owners: 2, Rate: 200,
+		BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+		Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if !strings.Contains(progress.String(), "warming up: 7 events") {
+		t.Errorf("progress does not mention the warm-up:\n%s", progress.String())
+	}
+	// 12 events over 2 owners of 2 endpoints each: 24 pairs.
+	if res.Expected != 24 || res.Received != 24 || res.Requests != 24 || res.Stray != 0 || !res.OK() {
+		t.Fatalf("expected %d, received %d in %d requests, stray %d; want 24, 24, 24, 0", res.Expected, res.Received, res.Requests, res.Stray)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	for _, o := range []bench.Options{
@@ -65,6 +88,7 @@ func TestValidate(t *testing.T) {
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "other", BatchSize: 1, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1001, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Spawn: true, BusySnooze: time.Second},
+		{DB: "sqlite", Events: 1, Warmup: -1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1},
 	} {
 		if err := o.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", o)

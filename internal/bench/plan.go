@@ -7,22 +7,28 @@ import "fmt"
 // spread round-robin.
 type plan struct {
 	events, endpoints, owners int
-	profile                   string
+	// warmup events have seqs events … events+warmup-1.
+	warmup  int
+	profile string
 	// epsOf[k] is how many endpoints owner k has.
 	epsOf []int
-	// expected is how many (event, endpoint) pairs must arrive.
-	expected int
+	// expected is how many (event, endpoint) pairs must arrive;
+	// warmExpected how many of the warm-up's.
+	expected, warmExpected int
 	// keys[k] is owner k's API key (set by startHookd).
 	keys []string
 }
 
 func newPlan(o Options) *plan {
-	p := &plan{events: o.Events, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners)}
+	p := &plan{events: o.Events, warmup: o.Warmup, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners)}
 	for j := range o.Endpoints {
 		p.epsOf[j%o.Owners]++
 	}
 	for k := range o.Owners {
 		p.expected += p.eventsOf(k) * p.epsOf[k]
+	}
+	for seq := p.events; seq < p.events+p.warmup; seq++ {
+		p.warmExpected += p.epsOf[seq%p.owners]
 	}
 	return p
 }
@@ -53,6 +59,9 @@ func (p *plan) ownerAttrs(k int) map[string]string {
 		"api_version": "2024-01-01",
 	}
 }
+
+// warm reports whether seq is a warm-up event's.
+func (p *plan) warm(seq int) bool { return seq >= p.events && seq < p.events+p.warmup }
 
 // pairExpected reports whether event seq must reach endpoint ep.
 func (p *plan) pairExpected(seq, ep int) bool {

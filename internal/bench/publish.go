@@ -21,26 +21,27 @@ type published struct {
 	duration time.Duration
 }
 
-// publish sends every event of the plan through POST /api/v1/events/batch:
-// as fast as the API takes them (closed loop) or at opts.Rate (open loop).
-func publish(ctx context.Context, api *client, p *plan, opts Options) (published, error) {
+// publish sends the plan's events from (seq) up to to through POST
+// /api/v1/events/batch: as fast as the API takes them (closed loop) or at
+// opts.Rate (open loop).
+func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int) (published, error) {
 	start := time.Now()
 	var err error
 	if opts.Rate > 0 {
-		err = publishOpen(ctx, api, p, opts)
+		err = publishOpen(ctx, api, p, opts, from, to)
 	} else {
-		err = publishClosed(ctx, api, p, opts)
+		err = publishClosed(ctx, api, p, opts, from, to)
 	}
 	return published{start: start, duration: time.Since(start)}, err
 }
 
 // publishClosed cuts each owner's events into batches, interleaves the
 // owners and has opts.Publishers requests in flight.
-func publishClosed(ctx context.Context, api *client, p *plan, opts Options) error {
+func publishClosed(ctx context.Context, api *client, p *plan, opts Options, from, to int) error {
 	perOwner := make([][]batch, p.owners)
 	for k := range p.owners {
 		var cur []int
-		for seq := k; seq < p.events; seq += p.owners {
+		for seq := from + (k-from%p.owners+p.owners)%p.owners; seq < to; seq += p.owners {
 			cur = append(cur, seq)
 			if len(cur) == opts.BatchSize {
 				perOwner[k] = append(perOwner[k], batch{owner: k, seqs: cur})
@@ -72,7 +73,7 @@ func publishClosed(ctx context.Context, api *client, p *plan, opts Options) erro
 // publishOpen releases events on a 10 ms ticker so that by time t about
 // Rate·t were sent, each tick's events grouped by owner into batches sent
 // concurrently (a slow answer does not hold the next tick back).
-func publishOpen(ctx context.Context, api *client, p *plan, opts Options) error {
+func publishOpen(ctx context.Context, api *client, p *plan, opts Options, from, to int) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -80,14 +81,14 @@ func publishOpen(ctx context.Context, api *client, p *plan, opts Options) error 
 	inFlight := make(chan struct{}, 64*opts.Publishers)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for sent := 0; sent < p.events; {
+	for sent := from; sent < to; {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
 			wg.Wait()
 			return context.Cause(ctx)
 		}
-		due := min(p.events, int(opts.Rate*time.Since(start).Seconds())+1)
+		due := min(to, from+int(opts.Rate*time.Since(start).Seconds())+1)
 		groups := make(map[int][]int)
 		for seq := sent; seq < due; seq++ {
 			groups[seq%p.owners] = append(groups[seq%p.owners], seq)

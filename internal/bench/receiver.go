@@ -45,6 +45,7 @@ type receiver struct {
 	redone   int // a pair seen again under another delivery id
 	bad      int // signature or body rejected
 	stray    int // a pair that must not arrive (another owner's event)
+	warm     int // warm-up receipts (counted apart, in no figure)
 	latency  []time.Duration
 	first    time.Time
 	last     time.Time
@@ -162,6 +163,13 @@ func (r *receiver) record(ep int, id string, pl payload, at time.Time) {
 		return
 	}
 	r.ids[key] = struct{}{}
+	if r.plan.warm(pl.Seq) {
+		r.requests-- // not part of the measured run
+		r.warm++
+		close(r.changed)
+		r.changed = make(chan struct{})
+		return
+	}
 	if !r.plan.pairExpected(pl.Seq, ep) {
 		r.stray++
 		return
@@ -209,6 +217,29 @@ func (r *receiver) wait(ctx context.Context, stall, limit time.Duration, tick fu
 			return true
 		case <-ctx.Done():
 			return true
+		}
+	}
+}
+
+// waitWarm returns true once every warm-up delivery arrived, false when
+// none arrived for stall.
+func (r *receiver) waitWarm(ctx context.Context, stall time.Duration) bool {
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		got, changed := r.warm, r.changed
+		r.mu.Unlock()
+		if got >= r.plan.warmExpected {
+			return true
+		}
+		select {
+		case <-changed:
+			timer.Reset(stall)
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

@@ -48,10 +48,14 @@ func (r Result) OK() bool {
 
 // Mode says how events were published.
 func (r Result) Mode() string {
-	if r.Options.Rate > 0 {
-		return fmt.Sprintf("open loop at %g events/s", r.Options.Rate)
+	warm := ""
+	if r.Options.Warmup > 0 {
+		warm = fmt.Sprintf(", after a warm-up of %d events (not counted)", r.Options.Warmup)
 	}
-	return fmt.Sprintf("closed loop, batches of %d, %d publishers", r.Options.BatchSize, r.Options.Publishers)
+	if r.Options.Rate > 0 {
+		return fmt.Sprintf("open loop at %g events/s%s", r.Options.Rate, warm)
+	}
+	return fmt.Sprintf("closed loop, batches of %d, %d publishers%s", r.Options.BatchSize, r.Options.Publishers, warm)
 }
 
 // PublishRate is events accepted per second of publishing.
