@@ -194,7 +194,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if _, err := publish(ctx, api, plan, opts, plan.events, plan.events+plan.warmup); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
-		if !rcv.waitWarm(ctx, opts.StallTimeout) {
+		if rcv.waitWarm(ctx, opts.StallTimeout, opts.Timeout) {
 			return res, errors.New("warm-up: its deliveries did not all arrive")
 		}
 	}

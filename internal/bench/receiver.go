@@ -194,6 +194,16 @@ func (r *receiver) record(ep int, id string, pl payload, at time.Time) {
 // arrived for stall or the whole wait took limit (true). tick is told the
 // count every few seconds.
 func (r *receiver) wait(ctx context.Context, stall, limit time.Duration, tick func(got int)) (stalled bool) {
+	return r.waitCount(ctx, stall, limit, func() int { return r.unique }, r.plan.expected, tick)
+}
+
+// waitWarm is wait for the warm-up's deliveries.
+func (r *receiver) waitWarm(ctx context.Context, stall, limit time.Duration) (stalled bool) {
+	return r.waitCount(ctx, stall, limit, func() int { return r.warm }, r.plan.warmExpected, func(int) {})
+}
+
+// waitCount waits until count() (read under r.mu) reaches want.
+func (r *receiver) waitCount(ctx context.Context, stall, limit time.Duration, count func() int, want int, tick func(got int)) (stalled bool) {
 	deadline := time.After(limit)
 	report := time.NewTicker(5 * time.Second)
 	defer report.Stop()
@@ -201,9 +211,9 @@ func (r *receiver) wait(ctx context.Context, stall, limit time.Duration, tick fu
 	defer timer.Stop()
 	for {
 		r.mu.Lock()
-		got, changed := r.unique, r.changed
+		got, changed := count(), r.changed
 		r.mu.Unlock()
-		if got >= r.plan.expected {
+		if got >= want {
 			return false
 		}
 		select {
@@ -217,29 +227,6 @@ func (r *receiver) wait(ctx context.Context, stall, limit time.Duration, tick fu
 			return true
 		case <-ctx.Done():
 			return true
-		}
-	}
-}
-
-// waitWarm returns true once every warm-up delivery arrived, false when
-// none arrived for stall.
-func (r *receiver) waitWarm(ctx context.Context, stall time.Duration) bool {
-	timer := time.NewTimer(stall)
-	defer timer.Stop()
-	for {
-		r.mu.Lock()
-		got, changed := r.warm, r.changed
-		r.mu.Unlock()
-		if got >= r.plan.warmExpected {
-			return true
-		}
-		select {
-		case <-changed:
-			timer.Reset(stall)
-		case <-timer.C:
-			return false
-		case <-ctx.Done():
-			return false
 		}
 	}
 }
