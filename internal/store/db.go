@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -41,8 +42,8 @@ type Config struct {
 	// (created if missing). Tests use one per package.
 	Schema string
 	// MaxConns bounds the PostgreSQL pool: default the URL's pool_max_conns
-	// if it has one, else 20; at least 2. SQLite always uses one connection:
-	// River's SQLite driver requires it.
+	// if it has one, else DefaultMaxConns(); at least 2. SQLite always uses
+	// one connection: River's SQLite driver requires it.
 	MaxConns int32
 	Log      *slog.Logger
 }
@@ -130,6 +131,16 @@ func pingSQLite(ctx context.Context, sqlDB *sql.DB) error {
 
 const sqliteBusy = 5 // SQLITE_BUSY, the primary code of every busy variant
 
+// DefaultMaxConns is the PostgreSQL pool's size when neither the URL nor
+// Config sets one: twice the CPUs Go may use, at least 4. A delivery holds
+// a connection only for its short queries, so a hundred workers share a
+// few; and more connections than that made everything slower, not faster:
+// on 2 cores, pools of 4, 8 and 20 delivered the breadth run at 5,466,
+// 4,580 and 3,691/s, and 20 put 0.7 s on the latency p99 (each new backend
+// loads its catalog caches and plans every statement afresh, and twenty of
+// them contend for two cores).
+func DefaultMaxConns() int32 { return int32(max(4, 2*runtime.GOMAXPROCS(0))) }
+
 func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
@@ -139,7 +150,7 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 	case cfg.MaxConns > 0:
 		pc.MaxConns = cfg.MaxConns
 	case !urlHasParam(cfg.URL, "pool_max_conns"):
-		pc.MaxConns = 20
+		pc.MaxConns = DefaultMaxConns()
 	}
 	if pc.MaxConns < 2 {
 		return nil, fmt.Errorf("database pool of %d connections: hookd needs at least 2 (migrations hold one for their lock while running on another)", pc.MaxConns)

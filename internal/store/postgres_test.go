@@ -35,8 +35,8 @@ func TestPostgresURLParams(t *testing.T) {
 	}
 
 	db := open(store.Config{URL: base})
-	if got := db.Pool().Config().MaxConns; got != 20 {
-		t.Errorf("default pool: %d connections, want 20", got)
+	if got, want := db.Pool().Config().MaxConns, store.DefaultMaxConns(); got != want || want < 4 {
+		t.Errorf("default pool: %d connections, want %d (twice GOMAXPROCS, at least 4)", got, want)
 	}
 	db = open(store.Config{URL: with("pool_max_conns=3&application_name=hookd_" + schema)})
 	if got := db.Pool().Config().MaxConns; got != 3 {
