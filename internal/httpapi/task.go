@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/delivery"
 )
 
 // TaskView is a River job as the delivery log links it
@@ -42,16 +44,26 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, apperr.New(apperr.Invalid, "query parameter job must be a job id"))
 		return
 	}
-	if ok, err := s.DB.Q().OwnsJob(r.Context(), p.OwnerID, id); err != nil || !ok {
-		if err == nil {
-			err = apperr.New(apperr.NotFound, "job %d not found", id)
-		}
-		writeError(w, r, s.Log, err)
-		return
-	}
 	job, err := s.Queue.JobGet(r.Context(), id)
 	if err != nil {
 		writeError(w, r, s.Log, apperr.New(apperr.NotFound, "job %d not found (finished jobs are removed after a while; the delivery record remains)", id))
+		return
+	}
+	// Only the caller's deliveries' jobs: the job's arguments name the
+	// delivery, whose record says whose it is and which job is its own.
+	var args struct {
+		EndpointID string `json:"endpoint_id"`
+		EventID    string `json:"event_id"`
+	}
+	ok := job.Kind == delivery.DeliverArgs{}.Kind() && json.Unmarshal(job.EncodedArgs, &args) == nil
+	if ok {
+		if ok, err = s.DB.Q().OwnsJob(r.Context(), p.OwnerID, id, args.EndpointID, args.EventID); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+	}
+	if !ok {
+		writeError(w, r, s.Log, apperr.New(apperr.NotFound, "job %d not found", id))
 		return
 	}
 	v := TaskView{ID: job.ID, Kind: job.Kind, State: string(job.State), Attempt: job.Attempt, MaxAttempts: job.MaxAttempts,

@@ -262,13 +262,22 @@ func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64
 	return n, nil
 }
 
-// OwnsJob reports whether River job id is a delivery of ownerID's.
-func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64) (bool, error) {
-	var n int
-	if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_deliveries WHERE job_id = $1 AND owner_id = $2`, jobID, ownerID).Scan(&n); err != nil {
+// OwnsJob reports whether River job jobID, whose arguments name
+// (endpointID, eventID), is the current job of a delivery of ownerID's.
+// The pair makes it one lookup by the deliveries' unique key: job_id has no
+// index (it would cost every delivery write), and scanning for it grew with
+// the table.
+func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64, endpointID, eventID string) (bool, error) {
+	var one int
+	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND owner_id = $3 AND job_id = $4`,
+		endpointID, eventID, ownerID, jobID).Scan(&one)
+	if NotFound(err) {
+		return false, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("owns job: %w", err)
 	}
-	return n > 0, nil
+	return true, nil
 }
 
 // EndpointsWithDelivery returns the endpoints that already have a delivery

@@ -234,12 +234,20 @@ func TestListDeliveries(t *testing.T) {
 		for _, c := range []struct {
 			owner string
 			job   int64
+			d     *endpoint.Delivery // whose (endpoint, event) the job's args name
 			want  bool
-		}{{"acme", 900, true}, {"acme", 102, true}, {"beta", 900, false}, {"acme", 12345, false}} {
-			got, err := q.OwnsJob(ctx, c.owner, c.job)
+		}{
+			{"acme", 900, ds[0], true},
+			{"acme", 102, ds[2], true},
+			{"beta", 900, ds[0], false},   // another owner's
+			{"acme", 100, ds[0], false},   // ds[0]'s job before its reset
+			{"acme", 102, ds[3], false},   // args naming another delivery
+			{"acme", 12345, ds[1], false}, // no such job
+		} {
+			got, err := q.OwnsJob(ctx, c.owner, c.job, c.d.EndpointID, c.d.EventID)
 			must(t, err)
 			if got != c.want {
-				t.Errorf("OwnsJob(%s, %d) = %v, want %v", c.owner, c.job, got, c.want)
+				t.Errorf("OwnsJob(%s, %d, %s) = %v, want %v", c.owner, c.job, c.d.EventID, got, c.want)
 			}
 		}
 	})
