@@ -89,8 +89,7 @@ func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int,
 	// The candidates are picked once, in a materialized CTE: PostgreSQL may
 	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
 	// more than limit.
-	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND state = 'pending' AND attempts = 0
-		            AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2)
+	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
 		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
 		UPDATE hookd_deliveries SET claimed_until = $3
 		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0

@@ -64,18 +64,26 @@ func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*Attempta
 // of an exclusive lease, whom nobody else can send beside. after is as for
 // ClaimFresh.
 func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*Attemptable, error) {
-	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND d.state = 'pending' AND d.attempts = 0
-		AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2) AND (d.claimed_until IS NULL OR d.claimed_until <= $2)
+	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
 		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
 }
+
+// fresh is the condition a drain sends by: a delivery pending, never
+// attempted, due at $2 and unclaimed at $2. alias prefixes its columns.
+func fresh(alias string) string {
+	return strings.NewReplacer("?", alias).Replace(
+		`?state = 'pending' AND ?attempts = 0 AND (?next_attempt_at IS NULL OR ?next_attempt_at <= $2) AND (?claimed_until IS NULL OR ?claimed_until <= $2)`)
+}
+
+// fresh for hookd_deliveries unaliased, and as d (attemptSelect).
+var freshAt2, freshAt2D = fresh(""), fresh("d.")
 
 // FreshDue reports whether the endpoint has a fresh delivery (pending,
 // never attempted, unclaimed) due at now: what FreshAttempts and
 // ClaimFresh would read.
 func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
 	var one int
-	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
-		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2) LIMIT 1`, endpointID, now).Scan(&one)
+	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
 	if NotFound(err) {
 		return false, nil
 	}

@@ -64,8 +64,7 @@ type queue = Queue
 // already gone, is not an error.
 func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) error {
 	var jobID int64
-	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending' AND attempts = 0
-		AND (next_attempt_at IS NULL OR next_attempt_at <= $2) AND (claimed_until IS NULL OR claimed_until <= $2) AND job_id <> 0
+	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
 		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
 	if NotFound(err) {
 		return nil
