@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	neturl "net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -155,27 +154,35 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 // called once nothing reads body any more, so the caller may reuse it.
 // That is usually before PostReleasing returns, but the transport may
 // still be writing the request when the response has arrived; release then
-// comes when it has finished. It may never come (a redirect refused after
-// its body was made); the buffer is then the garbage collector's.
+// comes when it has finished. It may never come (a connection lost before
+// the write began); the buffer is then the garbage collector's.
 func (c *Client) PostReleasing(ctx context.Context, url string, header http.Header, body []byte, release func()) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-
-	var rbody io.Reader = bytes.NewReader(body)
-	var refs *bodyRefs
-	if release != nil && len(body) > 0 {
-		refs = &bodyRefs{release: release}
-		refs.n.Store(1) // this call's own reference, dropped on return
-		defer refs.done()
-		rbody = nil
+	if release != nil {
+		// The body stays a *bytes.Reader, which the transport writes
+		// with the headers in one packet (it flushes the headers first for
+		// any other reader type, and a process killed in between left a
+		// truncated request). Who still reads it is counted with the
+		// trace: each connection got for a request (a redirect, a retry)
+		// will write it once; the last write done, and this call
+		// returned, it is free.
+		var writers atomic.Int32
+		writers.Store(1) // this call's own count, dropped on return
+		done := func() {
+			if writers.Add(-1) == 0 {
+				release()
+			}
+		}
+		defer done()
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn:      func(httptrace.GotConnInfo) { writers.Add(1) },
+			WroteRequest: func(httptrace.WroteRequestInfo) { done() },
+		})
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, rbody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Response{}, fmt.Errorf("%w: %w", ErrInvalidURL, err)
-	}
-	if refs != nil {
-		req.Body, req.ContentLength = refs.reader(body), int64(len(body))
-		req.GetBody = func() (io.ReadCloser, error) { return refs.reader(body), nil } // a redirect's copy
 	}
 	if err := checkShape(req.URL); err != nil {
 		return Response{}, &neturl.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
@@ -211,53 +218,3 @@ func (c *Client) PostReleasing(ctx context.Context, url string, header http.Head
 func (c *Client) CloseIdleConnections() {
 	c.transport.CloseIdleConnections()
 }
-
-// bodyRefs counts the readers of a pooled body still open (plus the
-// posting call itself); the last one out releases the buffer.
-type bodyRefs struct {
-	n       atomic.Int32
-	release func()
-}
-
-func (r *bodyRefs) done() {
-	if r.n.Add(-1) == 0 {
-		r.release()
-	}
-}
-
-func (r *bodyRefs) reader(body []byte) io.ReadCloser {
-	r.n.Add(1)
-	return &pooledBody{r: bytes.NewReader(body), refs: r}
-}
-
-// pooledBody is a request body over a pooled buffer. Read and Close
-// exclude each other: a transport may close a body from another goroutine
-// while a write is under way, and the buffer must not be reused while a
-// Read copies from it.
-type pooledBody struct {
-	mu     sync.Mutex
-	r      *bytes.Reader
-	refs   *bodyRefs
-	closed bool
-}
-
-func (b *pooledBody) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return 0, errBodyClosed
-	}
-	return b.r.Read(p)
-}
-
-func (b *pooledBody) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.closed {
-		b.closed = true
-		b.refs.done()
-	}
-	return nil
-}
-
-var errBodyClosed = errors.New("egress: read of a closed request body")
