@@ -29,7 +29,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")
 	fs.IntVar(&o.Workers, "workers", 0, "hookd's deliveries in flight (default hookd's 100)")
-	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's 10ms; in-process only)")
+	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's: 2ms PostgreSQL, 10ms SQLite; in-process only)")
 	fs.DurationVar(&o.FetchPollInterval, "fetch-poll-interval", 0, "River fetch poll interval (default hookd's: 200ms PostgreSQL, 50ms SQLite; in-process only)")
 	fs.DurationVar(&o.BusySnooze, "busy-snooze", 0, "how long a delivery to a busy endpoint waits (default hookd's 2s; in-process only)")
 	fs.IntVar(&o.BatchSize, "batch", 1000, "most events per publish request (≤ 1000)")
