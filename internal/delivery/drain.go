@@ -149,13 +149,20 @@ const (
 // that met the slot busy did so before it, on a delivery already committed:
 // the look sees it. If one is due, the slot is taken again (unless another
 // job took it, which then sends it) and the drain goes on, within the same
-// deadline.
+// deadline. It looks even when the drain sent nothing: the job's own
+// delivery held the slot as long, and a delivery committed in that time
+// whose job met it busy would wait out BusySnooze the same way. A drain
+// that finds nothing right after a look found something stops: another
+// sender took it.
 func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
-	for total := 0; ; {
+	for total, retook := 0, false; ; retook = true {
 		sent, end := s.drain(ctx, ep, slot, holder, exclusive, leased, s.cfg.DrainMax-total)
+		if h := s.hook().BeforeRelease; h != nil {
+			h(ep.ID)
+		}
 		s.releaseLease(ctx, ep.ID, slot, holder)
 		total += sent
-		if end == drainStopped || end == drainIdle && sent == 0 {
+		if end == drainStopped || end == drainIdle && sent == 0 && retook {
 			return
 		}
 		now := s.now()

@@ -156,6 +156,9 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 			if deferred, err = s.deferBusy(ctx, q, ds, params, now); err != nil {
 				return err
 			}
+			if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
+				h(deferred)
+			}
 			// Jobs first, so each delivery row is written once, with its job id.
 			res, err := q.InsertJobs(ctx, params)
 			if err != nil {

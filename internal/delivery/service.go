@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -74,11 +75,34 @@ type Config struct {
 
 // Service is the engine.
 type Service struct {
-	cfg Config
-	db  *store.DB
-	log *slog.Logger
-	now func() time.Time
-	rec *recorder // the drains' successes, recorded in groups
+	cfg   Config
+	db    *store.DB
+	log   *slog.Logger
+	now   func() time.Time
+	rec   *recorder // the drains' successes, recorded in groups
+	hooks atomic.Pointer[Hooks]
+}
+
+// Hooks stop the engine at its hand-over windows, so tests can force the
+// interleavings that docs/design.md ("Handing over") reasons about. A nil
+// field does nothing; production code sets none.
+type Hooks struct {
+	// BeforeRelease runs when a lease holder's drain has ended, before the
+	// holder releases its slot and looks for deliveries committed meanwhile.
+	BeforeRelease func(endpointID string)
+	// BeforeFanoutCommit runs inside a fanout's transaction, once it has
+	// deferred the jobs of deliveries to busy endpoints (their ids).
+	BeforeFanoutCommit func(deferred []string)
+}
+
+// SetHooks installs h (nil: none). For tests.
+func (s *Service) SetHooks(h *Hooks) { s.hooks.Store(h) }
+
+func (s *Service) hook() Hooks {
+	if h := s.hooks.Load(); h != nil {
+		return *h
+	}
+	return Hooks{}
 }
 
 // New returns the engine for cfg, with defaults filled in.

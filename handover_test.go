@@ -1,0 +1,164 @@
+package hookd_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
+)
+
+// The two hand-over windows of docs/design.md ("Handing over"), forced with
+// the engine's hooks. BusySnooze is an hour in both: a delivery whose job
+// met the slot busy arrives within the test's wait only if the hand-over
+// finds it.
+
+// A delivery committed after the holder's drain found nothing, and before
+// the holder let go of the slot: its job was deferred (the slot was held),
+// and the holder's look after its release sends it.
+func TestHandOverLooksAfterRelease(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+		rc := newReceiver(t)
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		reached, proceed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.h.Engine.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
+			if id == ep.ID {
+				once.Do(func() { close(reached); <-proceed })
+			}
+		}})
+		b.publish("hot.item", `{"i":0}`)
+		waitClosed(t, reached, "the first delivery's drain to end")
+		// The holder found nothing more to send and still holds the slot.
+		second := b.publish("hot.item", `{"i":1}`)
+		d := waitDeferred(b, ep.ID, second)
+		// Its fanout found the slot still held after its commit too (and
+		// woke nothing): wait for the fanout job's end, so that check
+		// cannot run after the release below and send it instead.
+		waitFanoutsDone(b)
+		close(proceed)
+		got := rc.waitFor(t, 2, wait)
+		if got[1].Header.Get("webhook-id") != second {
+			t.Fatalf("second request is %s, want %s", got[1].Header.Get("webhook-id"), second)
+		}
+		verify(t, ep.Secret, got[1])
+		b.waitDelivery(ep.ID, second, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+		// The holder sent it: its own job, deferred an hour, was deleted
+		// unrun when the drain's success was recorded (a woken job would
+		// have run and completed).
+		if j, err := b.h.Queue.JobGet(context.Background(), d.JobID); !errors.Is(err, river.ErrNotFound) {
+			t.Fatalf("the second delivery's job: %v, %v; want it deleted unrun", jobState(j), err)
+		}
+	})
+}
+
+// A fanout that deferred a delivery because its endpoint's slot was held,
+// while the holder let go and looked (finding nothing: the fanout had not
+// committed), wakes the delivery's job after its commit. On SQLite the
+// window cannot open: a fanout's transaction holds the only connection, so
+// no holder lets go while it is open.
+func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		if eng.Name == "sqlite" {
+			t.Skip("one connection: a holder cannot let go while a fanout's transaction is open")
+		}
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+		rc := newReceiver(t)
+		gate := make(chan struct{})
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-gate // the first delivery's job holds the slot meanwhile
+			}
+			return 200, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		reached, proceed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.h.Engine.SetHooks(&delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
+			if slices.Contains(deferred, ep.ID) {
+				once.Do(func() { close(reached); <-proceed })
+			}
+		}})
+		first := b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		second := b.publish("hot.item", `{"i":1}`)
+		waitClosed(t, reached, "the second event's fanout to defer its delivery")
+		// Let the holder finish, find nothing (the fanout is uncommitted),
+		// let go and complete its job.
+		close(gate)
+		d := b.waitDelivery(ep.ID, first, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+		b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+		close(proceed)
+		got := rc.waitFor(t, 2, wait)
+		if got[1].Header.Get("webhook-id") != second {
+			t.Fatalf("second request is %s, want %s", got[1].Header.Get("webhook-id"), second)
+		}
+		b.waitDelivery(ep.ID, second, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+	})
+}
+
+func waitFanoutsDone(b *bundle) {
+	b.t.Helper()
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout' AND state <> 'completed'`)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%d fanout jobs unfinished after %s", n, wait)
+		}
+	}
+}
+
+func waitClosed(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(wait):
+		t.Fatalf("waited %s for %s", wait, what)
+	}
+}
+
+// waitDeferred waits for eventID's delivery to epID to exist with its job
+// scheduled at least half an hour out, and returns it.
+func waitDeferred(b *bundle, epID, eventID string) deliveryOut {
+	b.t.Helper()
+	var last deliveryOut
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, d := range b.deliveries(epID) {
+			if d.EventID != eventID || d.JobID == 0 {
+				continue
+			}
+			last = d
+			if j := b.job(d.JobID); j.State == rivertype.JobStateScheduled && j.ScheduledAt.After(time.Now().Add(30*time.Minute)) {
+				return d
+			}
+		}
+	}
+	b.t.Fatalf("delivery of %s to %s never had its job deferred; last: %+v", eventID, epID, last)
+	return last
+}
+
+func jobState(j *rivertype.JobRow) rivertype.JobState {
+	if j == nil {
+		return ""
+	}
+	return j.State
+}
