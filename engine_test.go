@@ -386,7 +386,7 @@ func TestBusyEndpointJobsDeferred(t *testing.T) {
 			c.DrainMax = 4
 		}})
 		rc := newReceiver(t)
-		gate := make(chan struct{})
+		gate, release := releasedAtEnd(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
 			if n == 1 {
 				<-gate // hold the lease while the rest are fanned out
@@ -402,13 +402,7 @@ func TestBusyEndpointJobsDeferred(t *testing.T) {
 			events[i] = map[string]any{"type": "hot.item", "data": map[string]int{"i": i + 1}}
 		}
 		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
-		var ds []deliveryOut
-		for deadline := time.Now().Add(wait); len(ds) < 21; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("fanout created %d of 21 deliveries", len(ds))
-			}
-			ds = b.deliveries(ep.ID)
-		}
+		ds := b.waitDeliveries(ep.ID, 21)
 		deferred := 0
 		for _, d := range ds {
 			if d.State == "pending" && d.JobID != 0 && b.job(d.JobID).ScheduledAt.After(time.Now().Add(30*time.Minute)) {
@@ -418,7 +412,7 @@ func TestBusyEndpointJobsDeferred(t *testing.T) {
 		if deferred != 20 {
 			t.Fatalf("%d of the 20 deliveries fanned out behind the held lease have deferred jobs, want 20", deferred)
 		}
-		close(gate)
+		release()
 		got := rc.waitFor(t, 21, wait)
 		seen := map[string]int{}
 		for _, r := range got {

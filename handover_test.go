@@ -32,7 +32,8 @@ func TestHandOverLooksAfterRelease(t *testing.T) {
 		rc := newReceiver(t)
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
-		reached, proceed := make(chan struct{}), make(chan struct{})
+		reached := make(chan struct{})
+		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
 		b.h.Engine.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
 			if id == ep.ID {
@@ -48,7 +49,7 @@ func TestHandOverLooksAfterRelease(t *testing.T) {
 		// woke nothing): wait for the fanout job's end, so that check
 		// cannot run after the release below and send it instead.
 		waitFanoutsDone(b)
-		close(proceed)
+		goOn()
 		got := rc.waitFor(t, 2, wait)
 		if got[1].Header.Get("webhook-id") != second {
 			t.Fatalf("second request is %s, want %s", got[1].Header.Get("webhook-id"), second)
@@ -77,7 +78,7 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		}
 		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
-		gate := make(chan struct{})
+		gate, releaseGate := releasedAtEnd(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
 			if n == 1 {
 				<-gate // the first delivery's job holds the slot meanwhile
@@ -86,7 +87,8 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		})
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
-		reached, proceed := make(chan struct{}), make(chan struct{})
+		reached := make(chan struct{})
+		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
 		b.h.Engine.SetHooks(&delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
 			if slices.Contains(deferred, ep.ID) {
@@ -99,10 +101,10 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		waitClosed(t, reached, "the second event's fanout to defer its delivery")
 		// Let the holder finish, find nothing (the fanout is uncommitted),
 		// let go and complete its job.
-		close(gate)
+		releaseGate()
 		d := b.waitDelivery(ep.ID, first, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
 		b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
-		close(proceed)
+		goOn()
 		got := rc.waitFor(t, 2, wait)
 		if got[1].Header.Get("webhook-id") != second {
 			t.Fatalf("second request is %s, want %s", got[1].Header.Get("webhook-id"), second)
@@ -125,6 +127,31 @@ func waitFanoutsDone(b *bundle) {
 			b.t.Fatalf("%d fanout jobs unfinished after %s", n, wait)
 		}
 	}
+}
+
+// waitDeliveries waits for n deliveries to epID to exist and returns them.
+func (b *bundle) waitDeliveries(epID string, n int) []deliveryOut {
+	b.t.Helper()
+	var ds []deliveryOut
+	for deadline := time.Now().Add(wait); len(ds) < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%d of %d deliveries to %s exist after %s", len(ds), n, epID, wait)
+		}
+		ds = b.deliveries(epID)
+	}
+	return ds
+}
+
+// releasedAtEnd returns a channel and its close, which also runs when the
+// test ends: a receiver handler or an engine hook blocked on it would
+// otherwise hold the test's cleanup (the server's Close, hookd's Stop)
+// forever after a failure.
+func releasedAtEnd(t *testing.T) (<-chan struct{}, func()) {
+	c := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(c) }) }
+	t.Cleanup(release)
+	return c, release
 }
 
 func waitClosed(t *testing.T, c <-chan struct{}, what string) {
@@ -161,4 +188,52 @@ func jobState(j *rivertype.JobRow) rivertype.JobState {
 		return ""
 	}
 	return j.State
+}
+
+// A holder stopped by DrainMax wakes the next delivery's job (River's
+// JobRetry), and on PostgreSQL tells River's producers as an insert would:
+// with River's poll an hour apart, the backlog still goes out at once.
+// (SQLite has no notifications; there the poll is all there is.)
+func TestWokenJobNeedsNoPoll(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		if eng.Name == "sqlite" {
+			t.Skip("no LISTEN/NOTIFY: River finds woken jobs by polling")
+		}
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+			c.BusySnooze, c.FetchPollInterval = time.Hour, time.Hour
+			c.DrainMax = 4
+		}})
+		rc := newReceiver(t)
+		gate, release := releasedAtEnd(t)
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-gate // hold the slot while the rest are fanned out (and deferred)
+			}
+			return 200, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		events := make([]map[string]any, 20)
+		for i := range events {
+			events[i] = map[string]any{"type": "hot.item", "data": map[string]int{"i": i + 1}}
+		}
+		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
+		// Every job is now deferred an hour (River notifies no insert of a
+		// job scheduled for later): only a wake's notification moves one.
+		b.waitDeliveries(ep.ID, 21)
+		release()
+		// 21 deliveries, at most 5 per holder (its own and DrainMax): at
+		// least four wakes, each answered by a notification.
+		got := rc.waitFor(t, 21, wait)
+		seen := map[string]bool{}
+		for _, r := range got {
+			seen[r.Header.Get("webhook-id")] = true
+		}
+		if len(seen) != 21 {
+			t.Fatalf("%d distinct events of 21", len(seen))
+		}
+	})
 }

@@ -59,6 +59,9 @@ type DB struct {
 	pool   *pgxpool.Pool
 	base   querier
 	queue  queue
+	// notifyQueue tells River's producers a job in queue is available
+	// (PostgreSQL only; nil on SQLite, which has only the poll).
+	notifyQueue func(ctx context.Context, queue string) error
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
@@ -40,11 +41,22 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 	var q queue
 	if db.pool != nil {
 		cfg.Schema = db.schema
-		c, err := river.NewClient(riverpgxv5.New(db.pool), cfg)
+		drv := riverpgxv5.New(db.pool)
+		c, err := river.NewClient(drv, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("river: %w", err)
 		}
 		q = riverQueue[pgx.Tx]{c}
+		// The notification River's own inserts send (its "river_insert"
+		// topic, a {"queue": …} payload): JobRetry sends none, so a job it
+		// makes available would otherwise wait for the next poll (200 ms).
+		db.notifyQueue = func(ctx context.Context, queue string) error {
+			return drv.GetExecutor().NotifyMany(ctx, &riverdriver.NotifyManyParams{
+				Payload: []string{fmt.Sprintf(`{"queue": %q}`, queue)},
+				Schema:  db.schema,
+				Topic:   "river_insert",
+			})
+		}
 	} else {
 		c, err := river.NewClient(riversqlite.New(db.sqlDB), cfg)
 		if err != nil {
@@ -60,8 +72,9 @@ type queue = Queue
 
 // WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
 // due at now available at once, if it is scheduled for later (River's
-// JobRetry; a running job is left alone). No such delivery, or a job
-// already gone, is not an error.
+// JobRetry; a running job is left alone), and on PostgreSQL tells River's
+// producers so, as an insert would. No such delivery, or a job already
+// gone, is not an error.
 func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) error {
 	var jobID int64
 	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
@@ -75,8 +88,17 @@ func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) e
 	if db.queue == nil {
 		return nil
 	}
-	if _, err := db.queue.JobRetry(ctx, jobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+	job, err := db.queue.JobRetry(ctx, jobID)
+	if errors.Is(err, river.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("wake job %d: %w", jobID, err)
+	}
+	if db.notifyQueue != nil && job.State == rivertype.JobStateAvailable {
+		if err := db.notifyQueue(ctx, job.Queue); err != nil {
+			return fmt.Errorf("wake job %d: notify its queue: %w", jobID, err)
+		}
 	}
 	return nil
 }
