@@ -232,7 +232,7 @@ func (s *Service) wakeIfFree(ctx context.Context, endpointIDs []string) {
 	}
 	for _, id := range endpointIDs {
 		if !busy[id] {
-			s.wakeNext(ctx, id)
+			s.wakeNext(ctx, id, false)
 		}
 	}
 }

@@ -72,10 +72,11 @@ type queue = Queue
 
 // WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
 // due at now available at once, if it is scheduled for later (River's
-// JobRetry; a running job is left alone), and on PostgreSQL tells River's
-// producers so, as an insert would. No such delivery, or a job already
-// gone, is not an error.
-func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) error {
+// JobRetry; a running job is left alone). With notify, on PostgreSQL, it
+// tells River's producers so, as an insert would; without, the job waits
+// for their next fetch (at the latest the poll). No such delivery, or a job
+// already gone, is not an error.
+func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
 	var jobID int64
 	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
 		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
@@ -95,7 +96,7 @@ func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64) e
 	if err != nil {
 		return fmt.Errorf("wake job %d: %w", jobID, err)
 	}
-	if db.notifyQueue != nil && job.State == rivertype.JobStateAvailable {
+	if notify && db.notifyQueue != nil && job.State == rivertype.JobStateAvailable {
 		if err := db.notifyQueue(ctx, job.Queue); err != nil {
 			return fmt.Errorf("wake job %d: notify its queue: %w", jobID, err)
 		}
