@@ -237,3 +237,34 @@ func TestWokenJobNeedsNoPoll(t *testing.T) {
 		}
 	})
 }
+
+// A job deferred behind a held slot is a safety net only (the holder
+// drains its delivery, or wakes it): it is deferred as long as a dead
+// holder's slot takes to free itself (LeaseFor), not the 100 ms busy
+// snooze, so a long backlog does not come due all at once beside the
+// drain. Its delivery still goes out as soon as the slot is let go.
+func TestDeferredJobWaitsOutTheLease(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.LeaseFor = time.Hour }})
+		rc := newReceiver(t)
+		gate, release := releasedAtEnd(t)
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-gate
+			}
+			return 200, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		second := b.publish("hot.item", `{"i":1}`)
+		waitDeferred(b, ep.ID, second) // BusySnooze is 100 ms here: deferred by LeaseFor
+		release()
+		got := rc.waitFor(t, 2, wait)
+		if got[1].Header.Get("webhook-id") != second {
+			t.Fatalf("second request is %s, want %s", got[1].Header.Get("webhook-id"), second)
+		}
+	})
+}

@@ -185,15 +185,20 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	return err
 }
 
-// deferBusy schedules BusySnooze out the jobs of deliveries to endpoints
-// whose every lease slot is held right now. Such a job would only be
-// fetched, meet the lease busy and snooze for BusySnooze (a fetch, a lease
-// try, a read and a completion, for nothing): under a hot endpoint's
-// backlog that was most of River's work. The deliveries themselves are due
-// at once, and the holders' drains send them (the drain reads until it
-// finds nothing, then looks again after its release); their jobs are then
-// deleted unrun. A job deferred just as the last holder let go runs after
-// BusySnooze, as a snoozed one would have.
+// deferBusy schedules out the jobs of deliveries to endpoints whose every
+// lease slot is held right now. Such a job would only be fetched, meet the
+// lease busy and snooze for BusySnooze (a fetch, a lease try, a read and a
+// completion, for nothing): under a hot endpoint's backlog that was most of
+// River's work. The deliveries themselves are due at once, and the
+// holders' drains send them (the drain reads until it finds nothing, then
+// looks again after its release; a holder stopped by its bound wakes the
+// next job); their jobs are then deleted unrun. So a deferred job comes
+// due by itself only when no holder handed over: the holder died (its
+// slot frees itself after LeaseFor), stopped on a failure, or the wake
+// after this fanout's commit failed. It is deferred LeaseFor (at least
+// BusySnooze): deferred only BusySnooze, a backlog longer than the drains
+// send in that time came due all at once, and thousands of jobs met the
+// lease busy and snoozed, again and again, beside the drain.
 func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) (deferred []string, err error) {
 	seen := make(map[string]bool, len(ds))
 	var ids []string
@@ -207,7 +212,7 @@ func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Deli
 	if err != nil || len(busy) == 0 {
 		return nil, err
 	}
-	later := now.Add(s.cfg.BusySnooze)
+	later := now.Add(max(s.cfg.BusySnooze, s.cfg.LeaseFor))
 	for i, d := range ds {
 		if opts := params[i].InsertOpts; busy[d.EndpointID] && opts.ScheduledAt.Before(later) {
 			opts.ScheduledAt = later
