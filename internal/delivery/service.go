@@ -39,6 +39,7 @@ type Config struct {
 	Log *slog.Logger
 	// LeaseFor is how long a taken lease lasts if its holder dies (default
 	// 20 s: longer than the 15 s job timeout, so a live holder never loses it).
+	// The fanout defers the jobs of deliveries behind held slots as long.
 	LeaseFor time.Duration
 	// BusySnooze is how long a delivery to a busy endpoint waits (default 2 s).
 	BusySnooze time.Duration
