@@ -6,7 +6,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -58,18 +57,8 @@ type DB struct {
 	log    *slog.Logger
 	sqlDB  *sql.DB
 	pool   *pgxpool.Pool
-	// riverPool is River's own pool (hookd serve; nil for a library user's
-	// pool, which River then shares): the same settings, but commits that
-	// do not wait for the WAL flush. An event's path has River fetch two
-	// jobs; a synchronous commit on each put the disk's flush latency into
-	// the delivery's latency twice. A database crash may lose River's last
-	// state changes: each job then runs again, and its effects, committed
-	// (relaxed) before its completion in WAL order, are lost with it or
-	// found again by it. Jobs are still inserted in hookd's own durable
-	// transactions (the publish).
-	riverPool *pgxpool.Pool
-	base      querier
-	queue     queue
+	base   querier
+	queue  queue
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; nil on SQLite, which has only the poll).
 	notifyQueue func(ctx context.Context, queue string) error
@@ -189,19 +178,7 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 			return nil, err
 		}
 	}
-	// River's own statements (fetching, completing, retrying, its
-	// maintenance) go through a pool of their own, half the size (at least
-	// 2; River's LISTEN connection comes on top), whose commits do not wait
-	// for the WAL flush. See riverPool.
-	rc := pc.Copy()
-	rc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	rc.MaxConns = max(2, pc.MaxConns/2)
-	riverPool, err := pgxpool.NewWithConfig(ctx, rc)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, riverPool: riverPool, base: pgQuerier{pool}}, nil
+	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, base: pgQuerier{pool}}, nil
 }
 
 // createSchema creates schema if it is missing. IF NOT EXISTS is not safe
@@ -224,9 +201,6 @@ func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 func (db *DB) Close() error {
 	if db.pool != nil {
 		db.pool.Close()
-		if db.riverPool != nil {
-			db.riverPool.Close()
-		}
 		return nil
 	}
 	return db.sqlDB.Close()
@@ -235,10 +209,6 @@ func (db *DB) Close() error {
 // SQLDB returns the SQLite *sql.DB (nil on PostgreSQL), for library users who
 // publish inside their own transactions.
 func (db *DB) SQLDB() *sql.DB { return db.sqlDB }
-
-// RiverPool returns the pool River's own statements use: its own on a
-// database hookd opened, else Pool.
-func (db *DB) RiverPool() *pgxpool.Pool { return cmp.Or(db.riverPool, db.pool) }
 
 // Pool returns the PostgreSQL pool (nil on SQLite).
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
@@ -380,9 +350,7 @@ func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error)
 // wait for its WAL flush (synchronous_commit off, for this transaction
 // only). hookd uses it to settle delivery attempts: if PostgreSQL itself
 // crashes, a "delivered" mark may roll back and that delivery is sent again
-// (at-least-once); events are never written this way, nor jobs but by a
-// fanout (whose job, inserted with the event, runs again if both are lost);
-// River's own state changes are (riverPool). On SQLite
+// (at-least-once); events and jobs are never written this way. On SQLite
 // (WAL, synchronous=NORMAL) commits already skip the per-commit fsync.
 func (db *DB) InTxRelaxed(ctx context.Context, fn func(q *Q) error) error {
 	if db.pool == nil {

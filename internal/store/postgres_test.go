@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -56,37 +54,5 @@ func TestPostgresURLParams(t *testing.T) {
 	if db, err := store.Open(ctx, store.Config{URL: with("pool_max_conns=1"), Schema: schema}); err == nil {
 		db.Close()
 		t.Error("a pool of 1 connection was accepted (Migrate would deadlock)")
-	}
-}
-
-// TestRiverPoolCommitsWithoutFlush: River's own statements run on a pool
-// of their own whose commits do not wait for the WAL flush (an event's
-// path has River fetch two jobs); hookd's statements keep synchronous
-// commits (events, fanout jobs and lease takes must survive a crash).
-func TestRiverPoolCommitsWithoutFlush(t *testing.T) {
-	t.Parallel()
-	base := dbtest.PostgresURL(t)
-	ctx := context.Background()
-	db, err := store.Open(ctx, store.Config{URL: base, Schema: dbtest.NewSchema(t, base), MaxConns: 6})
-	must(t, err)
-	t.Cleanup(func() { db.Close() })
-	setting := func(p interface {
-		QueryRow(context.Context, string, ...any) pgx.Row
-	}) string {
-		var v string
-		must(t, p.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v))
-		return v
-	}
-	if got := setting(db.Pool()); got != "on" {
-		t.Errorf("hookd's pool: synchronous_commit %s, want on", got)
-	}
-	if db.RiverPool() == db.Pool() {
-		t.Fatal("River shares hookd's pool")
-	}
-	if got := setting(db.RiverPool()); got != "off" {
-		t.Errorf("River's pool: synchronous_commit %s, want off", got)
-	}
-	if got := db.RiverPool().Config().MaxConns; got != 3 {
-		t.Errorf("River's pool: %d connections, want 3 (half of 6)", got)
 	}
 }

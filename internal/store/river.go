@@ -41,7 +41,7 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 	var q queue
 	if db.pool != nil {
 		cfg.Schema = db.schema
-		drv := riverpgxv5.New(db.RiverPool())
+		drv := riverpgxv5.New(db.pool)
 		c, err := river.NewClient(drv, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("river: %w", err)
