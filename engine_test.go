@@ -210,17 +210,17 @@ func TestFanoutTakesWaitingEventsAlong(t *testing.T) {
 		}
 		ctx := context.Background()
 		for _, ep := range eps { // (a drain records its successes just after sending them)
-			for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-				n, err := b.h.DB.Count(ctx, `SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'delivered'`, ep.ID)
+			var n int
+			ok := eventually(wait, func() bool {
+				var err error
+				n, err = b.h.DB.Count(ctx, `SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'delivered'`, ep.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n == events {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("endpoint %s has %d delivered deliveries, want %d", ep.ID, n, events)
-				}
+				return n == events
+			})
+			if !ok {
+				t.Fatalf("endpoint %s has %d delivered deliveries, want %d", ep.ID, n, events)
 			}
 		}
 		waiting, err := b.h.DB.Count(ctx, `SELECT count(*) FROM hookd_events WHERE fanout_job <> 0`)
@@ -301,11 +301,7 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 			events[i] = map[string]any{"type": "hot.item", "data": map[string]int{"i": i}}
 		}
 		b.must(202, "POST", "/api/v1/events/batch", map[string]any{"events": events}, nil)
-		for deadline := time.Now().Add(wait); len(b.deliveries(ep.ID)) < 30; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("fanout did not create 30 deliveries")
-			}
-		}
+		b.waitDeliveries(ep.ID, 30)
 		close(gate)
 		got := rc.waitFor(t, 30, 90*time.Second)
 		failedID := got[1].Header.Get("webhook-id")
@@ -354,20 +350,18 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 		if drained < 20 {
 			t.Fatalf("%d of 30 deliveries drained; want most (the first holds the lease while all 30 exist)", drained)
 		}
-		deadline := time.Now().Add(wait)
-		for {
-			n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND state <> 'completed'`)
+		var n, total int
+		ok := eventually(wait, func() bool {
+			var err error
+			n, err = b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND state <> 'completed'`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			total, _ := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver'`)
-			if n == 0 && total >= ran {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d deliver jobs of %d unfinished (%d ran); want all finished", n, total, ran)
-			}
-			time.Sleep(20 * time.Millisecond)
+			total, _ = b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver'`)
+			return n == 0 && total >= ran
+		})
+		if !ok {
+			t.Fatalf("%d deliver jobs of %d unfinished (%d ran); want all finished", n, total, ran)
 		}
 	})
 }

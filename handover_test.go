@@ -115,17 +115,17 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 
 func waitFanoutsDone(b *bundle) {
 	b.t.Helper()
-	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-		n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout' AND state <> 'completed'`)
+	var n int
+	ok := eventually(wait, func() bool {
+		var err error
+		n, err = b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout' AND state <> 'completed'`)
 		if err != nil {
 			b.t.Fatal(err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("%d fanout jobs unfinished after %s", n, wait)
-		}
+		return n == 0
+	})
+	if !ok {
+		b.t.Fatalf("%d fanout jobs unfinished after %s", n, wait)
 	}
 }
 
@@ -133,11 +133,8 @@ func waitFanoutsDone(b *bundle) {
 func (b *bundle) waitDeliveries(epID string, n int) []deliveryOut {
 	b.t.Helper()
 	var ds []deliveryOut
-	for deadline := time.Now().Add(wait); len(ds) < n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.t.Fatalf("%d of %d deliveries to %s exist after %s", len(ds), n, epID, wait)
-		}
-		ds = b.deliveries(epID)
+	if !eventually(wait, func() bool { ds = b.deliveries(epID); return len(ds) >= n }) {
+		b.t.Fatalf("%d of %d deliveries to %s exist after %s", len(ds), n, epID, wait)
 	}
 	return ds
 }
@@ -167,20 +164,13 @@ func waitClosed(t *testing.T, c <-chan struct{}, what string) {
 // scheduled at least half an hour out, and returns it.
 func waitDeferred(b *bundle, epID, eventID string) deliveryOut {
 	b.t.Helper()
-	var last deliveryOut
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, d := range b.deliveries(epID) {
-			if d.EventID != eventID || d.JobID == 0 {
-				continue
-			}
-			last = d
-			if j := b.job(d.JobID); j.State == rivertype.JobStateScheduled && j.ScheduledAt.After(time.Now().Add(30*time.Minute)) {
-				return d
-			}
+	return b.waitDelivery(epID, eventID, wait, func(d deliveryOut) bool {
+		if d.JobID == 0 {
+			return false
 		}
-	}
-	b.t.Fatalf("delivery of %s to %s never had its job deferred; last: %+v", eventID, epID, last)
-	return last
+		j := b.job(d.JobID)
+		return j.State == rivertype.JobStateScheduled && j.ScheduledAt.After(time.Now().Add(30*time.Minute))
+	})
 }
 
 func jobState(j *rivertype.JobRow) rivertype.JobState {

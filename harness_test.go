@@ -268,24 +268,37 @@ func (b *bundle) deliveries(epID string) []deliveryOut {
 	return out.Data
 }
 
+// eventually polls cond every 20 ms until it holds (true) or d has passed
+// (false). For state hookd keeps in its database, which changes without a
+// signal a test could wait on.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // waitDelivery polls an endpoint's delivery of eventID until cond holds
 // (bounded by d): the engine settles after the receiver answers.
 func (b *bundle) waitDelivery(epID, eventID string, d time.Duration, cond func(deliveryOut) bool) deliveryOut {
 	b.t.Helper()
-	deadline := time.Now().Add(d)
 	var last deliveryOut
-	for time.Now().Before(deadline) {
+	ok := eventually(d, func() bool {
 		for _, dl := range b.deliveries(epID) {
 			if dl.EventID == eventID {
 				last = dl
-				if cond(dl) {
-					return dl
-				}
+				return cond(dl)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if !ok {
+		b.t.Fatalf("delivery of %s to %s never reached the expected state; last: %+v", eventID, epID, last)
 	}
-	b.t.Fatalf("delivery of %s to %s never reached the expected state; last: %+v", eventID, epID, last)
 	return last
 }
 

@@ -527,20 +527,17 @@ func TestKworkDeliveryLogWindow(t *testing.T) {
 		const bulk = 3 * wait // 60 deliveries on a loaded CI machine
 		allDelivered := func(n int) {
 			t.Helper()
-			deadline := time.Now().Add(bulk)
-			for {
-				ds := shop.deliveries(ep.ID)
+			var ds []deliveryOut
+			ok := eventually(bulk, func() bool {
+				ds = shop.deliveries(ep.ID)
 				done := len(ds) == n
 				for _, d := range ds {
 					done = done && d.State == "delivered"
 				}
-				if done {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("want %d delivered records, have %+v", n, ds)
-				}
-				time.Sleep(20 * time.Millisecond)
+				return done
+			})
+			if !ok {
+				t.Fatalf("want %d delivered records, have %+v", n, ds)
 			}
 		}
 		old := shop.publishMany("order.created", 10)
@@ -1030,12 +1027,8 @@ func TestKworkParallelDeliveries(t *testing.T) {
 			ids := shop.publishMany(c.typ, c.publish)
 			// limit requests are held at once …
 			rc.waitFor(t, c.limit, wait)
-			deadline := time.Now().Add(wait)
-			for rc.inFlight.Load() < int32(c.limit) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: only %d in flight, want %d", c.typ, rc.inFlight.Load(), c.limit)
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !eventually(wait, func() bool { return rc.inFlight.Load() >= int32(c.limit) }) {
+				t.Fatalf("%s: only %d in flight, want %d", c.typ, rc.inFlight.Load(), c.limit)
 			}
 			// … and the others were refused a slot, twice each, while they
 			// were held (River counts the snoozes in the job's metadata).

@@ -27,17 +27,11 @@ func (b *bundle) job(id int64) *rivertype.JobRow {
 // waitJob polls a River job until cond holds.
 func (b *bundle) waitJob(id int64, cond func(*rivertype.JobRow) bool) *rivertype.JobRow {
 	b.t.Helper()
-	deadline := time.Now().Add(wait)
 	var j *rivertype.JobRow
-	for time.Now().Before(deadline) {
-		j = b.job(id)
-		if cond(j) {
-			return j
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(wait, func() bool { j = b.job(id); return cond(j) }) {
+		b.t.Fatalf("job %d stuck in %s (attempt %d)", id, j.State, j.Attempt)
 	}
-	b.t.Fatalf("job %d stuck in %s (attempt %d)", id, j.State, j.Attempt)
-	return nil
+	return j
 }
 
 // retryNow makes a waiting job available at once instead of waiting out
