@@ -3,6 +3,7 @@ package hookd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -331,21 +332,35 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 		if len(seen) != 30 || rc.maxInFl.Load() != 1 {
 			t.Fatalf("%d events, max in flight %d", len(seen), rc.maxInFl.Load())
 		}
-		// Every job finishes. A drained success is recorded with job_id 0 and
-		// its River job deleted unrun, or, if River had already fetched it
-		// (here: all 30 snoozed on the held lease), completed without
-		// sending; the others complete their own.
-		ran, drained := 0, 0
+		// Every job finishes. A drained success links to the job that sent
+		// it (the lease holder's) and its own River job is deleted unrun,
+		// or, if River had already fetched it (here: all 30 snoozed on the
+		// held lease), completed without sending; the others complete their
+		// own. So every delivery has a task, and a holder's is shared.
+		byJob := map[int64]int{}
 		for _, dl := range b.deliveries(ep.ID) {
 			if dl.State != "delivered" {
 				t.Fatalf("delivery %s is %s", dl.ID, dl.State)
 			}
-			if dl.JobID == 0 {
-				drained++
-				continue
+			if dl.JobID == 0 || dl.JobURL == "" {
+				t.Fatalf("delivery %s has no task (job %d, url %q)", dl.ID, dl.JobID, dl.JobURL)
 			}
-			ran++
-			b.waitJob(dl.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+			byJob[dl.JobID]++
+		}
+		drained := 0
+		for job, n := range byJob {
+			b.waitJob(job, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+			if n > 1 {
+				drained += n - 1 // the holder's own delivery, and n-1 it drained
+				var task struct {
+					ID    int64  `json:"id"`
+					State string `json:"state"`
+				}
+				b.must(200, "GET", fmt.Sprintf("/admin/tasks?job=%d", job), nil, &task)
+				if task.ID != job || task.State != "completed" {
+					t.Fatalf("the drain's task page: %+v, want job %d completed", task, job)
+				}
+			}
 		}
 		if drained < 20 {
 			t.Fatalf("%d of 30 deliveries drained; want most (the first holds the lease while all 30 exist)", drained)
@@ -358,10 +373,10 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			total, _ = b.h.DB.Count(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver'`)
-			return n == 0 && total >= ran
+			return n == 0 && total >= len(byJob)
 		})
 		if !ok {
-			t.Fatalf("%d deliver jobs of %d unfinished (%d ran); want all finished", n, total, ran)
+			t.Fatalf("%d deliver jobs of %d unfinished (%d sent deliveries); want all finished", n, total, len(byJob))
 		}
 	})
 }

@@ -18,7 +18,7 @@ import (
 // disjoint) and sends them in order. Successes are recorded by the
 // process's recorder in the background, many per statement, in relaxed
 // transactions that also delete their River jobs unrun (this job sent
-// them): a drained delivery
+// them, and becomes their job_id, the task the log links to): a drained delivery
 // costs a fraction of a statement instead of a River fetch, a load and a
 // completion. A failure is settled at once as the delivery's first attempt
 // and stops the drain; its River job, when it runs, spends that attempt
@@ -104,7 +104,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			}
 			sent++
 			if out.Verdict == Complete {
-				rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status}, d.JobID)
+				rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: holder}, d.JobID)
 				s.logAttempt(d, 1, out)
 				continue
 			}

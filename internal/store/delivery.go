@@ -138,6 +138,10 @@ const stillPending = `state NOT IN ('delivered', 'failed')`
 type Delivered struct {
 	DeliveryID string
 	Status     int
+	// SentBy is the River job that made the attempt: the lease holder
+	// whose drain sent it. It becomes the delivery's job_id, so the log
+	// links every attempted delivery to a task.
+	SentBy int64
 }
 
 // (Successes are marked with one statement per distinct status, not
@@ -149,15 +153,20 @@ type stmt struct {
 }
 
 func deliveredStmts(ds []Delivered, now int64) []stmt {
-	byStatus := map[int][]any{}
-	for _, d := range ds {
-		byStatus[d.Status] = append(byStatus[d.Status], d.DeliveryID)
+	type group struct {
+		status int
+		sentBy int64
 	}
-	out := make([]stmt, 0, len(byStatus))
-	for status, ids := range byStatus {
+	groups := map[group][]any{}
+	for _, d := range ds {
+		g := group{d.Status, d.SentBy}
+		groups[g] = append(groups[g], d.DeliveryID)
+	}
+	out := make([]stmt, 0, len(groups))
+	for g, ids := range groups {
 		out = append(out, stmt{`UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + 1, last_status = $1, last_error = '', state = 'delivered',
-			next_attempt_at = NULL, finished_at = $2, updated_at = $2, job_id = 0
-			WHERE ` + stillPending + ` AND id IN (` + placeholders(3, len(ids)) + `)`, append([]any{status, now}, ids...)})
+			next_attempt_at = NULL, finished_at = $2, updated_at = $2, job_id = $3
+			WHERE ` + stillPending + ` AND id IN (` + placeholders(4, len(ids)) + `)`, append([]any{g.status, now, g.sentBy}, ids...)})
 	}
 	return out
 }
@@ -170,9 +179,10 @@ func deleteJobsStmt(ids []int64) stmt {
 }
 
 // RecordDrained records a lease drain's first-attempt successes as
-// delivered and deletes their River
-// jobs (unrun: the drain sent them) in one relaxed transaction; rows no
-// longer pending are left alone, and job_id is cleared (the job is gone). On
+// delivered and deletes their River jobs (unrun: the drain sent them) in
+// one relaxed transaction; rows no longer pending are left alone. job_id
+// becomes the job that sent each one (Delivered.SentBy), which River keeps
+// like any finished job, so the delivery still links to a task. On
 // PostgreSQL one round trip (the statements go out as one pipelined batch,
 // an implicit transaction), on SQLite one transaction.
 func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64, now int64) error {

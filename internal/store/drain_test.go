@@ -199,7 +199,8 @@ func TestRecordDrained(t *testing.T) {
 		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: c.ID, Error: "endpoint disabled", State: endpoint.Failed, Now: ts(t0)}))
 		now := t0.Add(time.Second)
 		jobs := mkJobs(t, db, 3)
-		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: a.ID, Status: 200}, {DeliveryID: b.ID, Status: 204}, {DeliveryID: c.ID, Status: 200}}, jobs[:2], ts(now)))
+		const holder = 42 // the lease holder's job, which sent them
+		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: a.ID, Status: 200, SentBy: holder}, {DeliveryID: b.ID, Status: 204, SentBy: holder}, {DeliveryID: c.ID, Status: 200, SentBy: holder}}, jobs[:2], ts(now)))
 		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
 			t.Fatalf("%d jobs left, want 1 (the two named deleted)", n)
 		}
@@ -209,7 +210,7 @@ func TestRecordDrained(t *testing.T) {
 			status int
 			tries  int
 			job    int64
-		}{{a, endpoint.Delivered, 200, 1, 0}, {b, endpoint.Delivered, 204, 1, 0}, {c, endpoint.Failed, 0, 0, 13}} {
+		}{{a, endpoint.Delivered, 200, 1, holder}, {b, endpoint.Delivered, 204, 1, holder}, {c, endpoint.Failed, 0, 0, 13}} {
 			got, err := q.FindDelivery(ctx, ep.ID, want.d.EventID)
 			must(t, err)
 			if got.State != want.state || got.LastStatus != want.status || got.Attempts != want.tries || got.JobID != want.job {
