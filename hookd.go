@@ -59,6 +59,10 @@ type Config struct {
 	ScopeSource scope.Source
 	// Catalog registers event types shared by every owner, at start.
 	Catalog []event.Type
+	// Catalogs names more shared event types, loaded at start: each a
+	// built-in catalog ("standmeet": seed 000's 39 types) or the path of a
+	// YAML or JSON file (what `hookd serve --catalog` takes).
+	Catalogs []string
 	// DefaultProfile is the profile of owners created without one (standard).
 	DefaultProfile string
 	// Retention keeps finished deliveries and events this long (30 days).
@@ -130,7 +134,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err := db.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	if err := loadCatalog(ctx, db, profiles, cfg.Catalog, cfg.Now()); err != nil {
+	extra, err := event.LoadCatalogs(cfg.Catalogs)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadCatalog(ctx, db, profiles, append(extra, cfg.Catalog...), cfg.Now()); err != nil {
 		return nil, err
 	}
 	engine := delivery.New(delivery.Config{
@@ -227,27 +235,48 @@ func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.
 	return rc
 }
 
+// loadCatalog makes the shared catalog exactly extra (offered to every
+// owner) plus each profile's own types (offered to that profile's owners
+// only), which win over extra on a name: a profile's test event stays its
+// own. Types a previous start shared and this one does not are removed.
 func loadCatalog(ctx context.Context, db *store.DB, profiles *profile.Registry, extra []event.Type, now time.Time) error {
-	var all []event.Type
-	for _, p := range profiles.All() {
-		all = append(all, p.Catalog()...)
+	byName := map[string]event.Type{}
+	var names []string
+	put := func(t event.Type, prof string) error {
+		if err := event.ValidateTypeName(t.Name); err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		exp, err := event.ParseExposure(string(t.Exposure))
+		if err != nil {
+			return fmt.Errorf("catalog %s: %w", t.Name, err)
+		}
+		if _, seen := byName[t.Name]; !seen {
+			names = append(names, t.Name)
+		}
+		t.OwnerID, t.Exposure, t.Profile, t.CreatedAt = "", exp, prof, now.UTC()
+		byName[t.Name] = t
+		return nil
 	}
-	all = append(all, extra...)
+	for _, t := range extra {
+		if err := put(t, ""); err != nil {
+			return err
+		}
+	}
+	for _, p := range profiles.All() {
+		for _, t := range p.Catalog() {
+			if err := put(t, p.Name()); err != nil {
+				return err
+			}
+		}
+	}
 	return db.InTx(ctx, func(q *store.Q) error {
-		for _, t := range all {
-			if err := event.ValidateTypeName(t.Name); err != nil {
-				return fmt.Errorf("catalog: %w", err)
-			}
-			exp, err := event.ParseExposure(string(t.Exposure))
-			if err != nil {
-				return fmt.Errorf("catalog %s: %w", t.Name, err)
-			}
-			t.OwnerID, t.Exposure, t.CreatedAt = "", exp, now.UTC()
+		for _, n := range names {
+			t := byName[n]
 			if err := q.PutEventType(ctx, &t); err != nil {
 				return err
 			}
 		}
-		return nil
+		return q.KeepSharedEventTypes(ctx, names)
 	})
 }
 

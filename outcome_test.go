@@ -65,94 +65,121 @@ func near(t *testing.T, what string, got, want time.Time, tol time.Duration) {
 	}
 }
 
-// TestOutcomeTable walks every row of seed 000's delivery outcomes.
+// profileCase is one profile's side of an end-to-end table: the bundle
+// acting as an owner of that profile, its first backoff, and how a
+// receipt is verified and identified (the id that stays across retries).
+type profileCase struct {
+	name       string
+	owner      func(b *bundle) *bundle
+	firstRetry time.Duration
+	verify     func(t *testing.T, secret string, r receipt)
+	idHeader   string
+}
+
+var outcomeProfiles = []profileCase{
+	{"standard", func(b *bundle) *bundle { return b }, 5 * time.Second,
+		func(t *testing.T, secret string, r receipt) { verify(t, secret, r) }, "webhook-id"},
+	{"kwork", func(b *bundle) *bundle { return b.kworkOwner("shop", shopApp) }, 30 * time.Second,
+		func(t *testing.T, secret string, r receipt) { checkKwork(t, secret, r) }, "X-Kwork-Delivery"},
+}
+
+// TestOutcomeTable walks every row of seed 000's delivery outcomes, with a
+// column per profile: kwork (seed 002) retries every non-2xx, 4xx included.
 func TestOutcomeTable(t *testing.T) {
 	t.Parallel()
 	type row struct {
-		name    string
-		respond func(*http.Request, int) (int, http.Header)
-		verdict string // retry | snooze | discard
-		snooze  time.Duration
+		name     string
+		respond  func(*http.Request, int) (int, http.Header)
+		standard string // retry | snooze | discard
+		kwork    string
+		snooze   time.Duration
 	}
 	rows := []row{
-		{"500", status(500), "retry", 0},
-		{"502", status(502), "retry", 0},
-		{"503 without Retry-After", status(503), "retry", 0},
-		{"408", status(408), "retry", 0},
-		{"429 without Retry-After", status(429), "retry", 0},
-		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", 120 * time.Second},
-		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", 30 * time.Second},
-		{"400", status(400), "discard", 0},
-		{"404", status(404), "discard", 0},
-		{"410", status(410), "discard", 0},
+		{"500", status(500), "retry", "retry", 0},
+		{"502", status(502), "retry", "retry", 0},
+		{"503 without Retry-After", status(503), "retry", "retry", 0},
+		{"408", status(408), "retry", "retry", 0},
+		{"429 without Retry-After", status(429), "retry", "retry", 0},
+		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", "snooze", 120 * time.Second},
+		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", "snooze", 30 * time.Second},
+		{"400", status(400), "discard", "retry", 0},
+		{"401", status(401), "discard", "retry", 0},
+		{"404", status(404), "discard", "retry", 0},
+		{"410", status(410), "discard", "retry", 0},
 		{"timeout", func(r *http.Request, _ int) (int, http.Header) {
 			select { // hold until hookd gives up
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
 			return 200, nil
-		}, "retry", 0},
+		}, "retry", "retry", 0},
 	}
 	for _, rw := range rows {
-		t.Run(rw.name, func(t *testing.T) {
-			t.Parallel()
-			forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-				b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
-				rc := newReceiver(t)
-				rc.setRespond(rw.respond)
-				b.registerType("row.test")
-				ep := b.endpoint(rc.URL, "row.test")
-				id := b.publish("row.test", `{}`)
-				first := rc.waitFor(t, 1, wait)[0]
-				at := time.Now()
-				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
-				// Any non-success sets failing_since (410 and 429 too).
-				if e := b.getEndpoint(ep.ID); e.FailingSince == nil || e.State != "failing" {
-					t.Fatalf("endpoint after %s: %+v", rw.name, e)
-				}
-				if d.LastError == "" {
-					t.Fatalf("no last_error recorded: %+v", d)
-				}
-				switch rw.verdict {
-				case "retry":
-					j := b.waitJob(d.JobID, waitingRetry)
-					if j.Attempt != 1 || d.Attempts != 1 || d.State != "pending" {
-						t.Fatalf("retry: job attempt %d, delivery %+v", j.Attempt, d)
-					}
-					near(t, "retry at", j.ScheduledAt, at.Add(5*time.Second), 2*time.Second)
-					// The retry carries the same id and body; signature fresh.
-					rc.setRespond(status(200))
-					b.retryNow(d.JobID)
-					second := rc.waitFor(t, 2, wait)[1]
-					if second.Header.Get("webhook-id") != first.Header.Get("webhook-id") || string(second.Body) != string(first.Body) {
-						t.Fatal("retry changed the webhook-id or the body")
-					}
-					verify(t, ep.Secret, second)
-					d = b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
-					if d.Attempts != 2 {
-						t.Fatalf("delivered after %d attempts, want 2", d.Attempts)
-					}
-					// A success clears failing_since.
-					if e := b.getEndpoint(ep.ID); e.FailingSince != nil || e.State != "enabled" {
-						t.Fatalf("endpoint after success: %+v", e)
-					}
-				case "snooze":
-					j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
-					if j.Attempt != 0 {
-						t.Fatalf("snooze spent an attempt: job attempt %d", j.Attempt)
-					}
-					near(t, "snoozed until", j.ScheduledAt, at.Add(rw.snooze), 2*time.Second)
-					if d.State != "pending" || d.NextAttemptAt == nil || d.Attempts != 0 {
-						t.Fatalf("snoozed delivery %+v", d)
-					}
-				case "discard":
-					j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
-					if j.State != rivertype.JobStateCancelled || d.State != "failed" {
-						t.Fatalf("discard: job %s, delivery %+v", j.State, d)
-					}
-				}
+		for _, pc := range outcomeProfiles {
+			verdict := map[string]string{"standard": rw.standard, "kwork": rw.kwork}[pc.name]
+			t.Run(rw.name+"/"+pc.name, func(t *testing.T) {
+				t.Parallel()
+				forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+					checkOutcomeRow(t, eng, pc, rw.respond, verdict, rw.snooze)
+				})
 			})
-		})
+		}
+	}
+}
+
+func checkOutcomeRow(t *testing.T, eng dbtest.Engine, pc profileCase, respond func(*http.Request, int) (int, http.Header), verdict string, snooze time.Duration) {
+	b := pc.owner(setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }}))
+	rc := newReceiver(t)
+	rc.setRespond(respond)
+	b.registerType("row.test")
+	ep := b.endpoint(rc.URL, "row.test")
+	id := b.publish("row.test", `{}`)
+	first := rc.waitFor(t, 1, wait)[0]
+	at := time.Now()
+	d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
+	// Any non-success sets failing_since (410 and 429 too).
+	if e := b.getEndpoint(ep.ID); e.FailingSince == nil || e.State != "failing" {
+		t.Fatalf("endpoint after the answer: %+v", e)
+	}
+	switch verdict {
+	case "retry":
+		j := b.waitJob(d.JobID, waitingRetry)
+		if j.Attempt != 1 || d.Attempts != 1 || d.State != "pending" {
+			t.Fatalf("retry: job attempt %d, delivery %+v", j.Attempt, d)
+		}
+		near(t, "retry at", j.ScheduledAt, at.Add(pc.firstRetry), 2*time.Second)
+		// The retry carries the same id and body; signature fresh.
+		rc.setRespond(status(200))
+		b.retryNow(d.JobID)
+		second := rc.waitFor(t, 2, wait)[1]
+		if second.Header.Get(pc.idHeader) != first.Header.Get(pc.idHeader) || string(second.Body) != string(first.Body) {
+			t.Fatalf("retry changed the %s or the body", pc.idHeader)
+		}
+		pc.verify(t, ep.Secret, second)
+		d = b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+		if d.Attempts != 2 {
+			t.Fatalf("delivered after %d attempts, want 2", d.Attempts)
+		}
+		// A success clears failing_since.
+		if e := b.getEndpoint(ep.ID); e.FailingSince != nil || e.State != "enabled" {
+			t.Fatalf("endpoint after success: %+v", e)
+		}
+	case "snooze":
+		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
+		if j.Attempt != 0 {
+			t.Fatalf("snooze spent an attempt: job attempt %d", j.Attempt)
+		}
+		near(t, "snoozed until", j.ScheduledAt, at.Add(snooze), 2*time.Second)
+		if d.State != "pending" || d.NextAttemptAt == nil || d.Attempts != 0 {
+			t.Fatalf("snoozed delivery %+v", d)
+		}
+	case "discard":
+		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
+		if j.State != rivertype.JobStateCancelled || d.State != "failed" {
+			t.Fatalf("discard: job %s, delivery %+v", j.State, d)
+		}
+	default:
+		t.Fatalf("unknown verdict %q", verdict)
 	}
 }
 
@@ -190,7 +217,7 @@ func TestDiscardedBeforeSending(t *testing.T) {
 		{"egress blocked", func(b *bundle, epID, _ string) {
 			// Point the endpoint at an address the guard refuses.
 			err := b.h.DB.InTx(context.Background(), func(q *store.Q) error {
-				e, err := q.GetEndpoint(context.Background(), "acme", epID)
+				e, err := q.GetEndpoint(context.Background(), "", epID)
 				if err != nil {
 					return err
 				}
@@ -215,36 +242,38 @@ func TestDiscardedBeforeSending(t *testing.T) {
 		}, ""},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-				b := setup(t, eng)
-				rc := newReceiver(t)
-				rc.setRespond(status(500))
-				b.registerType("later.fail")
-				ep := b.endpoint(rc.URL, "later.fail")
-				id := b.publish("later.fail", `{}`)
-				d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
-				b.waitJob(d.JobID, waitingRetry)
-				c.act(b, ep.ID, id)
-				rc.setRespond(status(200))
-				b.retryNow(d.JobID)
-				j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
-				if j.State != rivertype.JobStateCancelled {
-					t.Fatalf("job ended %s, want cancelled (discarded at once)", j.State)
-				}
-				if n := len(rc.receipts()); n != 1 {
-					t.Fatalf("receiver got %d requests, want only the first", n)
-				}
-				if c.reason == "" {
-					return
-				}
-				got := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "failed" })
-				if !strings.Contains(got.LastError, c.reason) {
-					t.Fatalf("last_error %q, want it to say %q", got.LastError, c.reason)
-				}
+		for _, pc := range outcomeProfiles { // kwork retries every non-2xx, yet these still end at once
+			t.Run(c.name+"/"+pc.name, func(t *testing.T) {
+				t.Parallel()
+				forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+					b := pc.owner(setup(t, eng))
+					rc := newReceiver(t)
+					rc.setRespond(status(500))
+					b.registerType("later.fail")
+					ep := b.endpoint(rc.URL, "later.fail")
+					id := b.publish("later.fail", `{}`)
+					d := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.LastError != "" })
+					b.waitJob(d.JobID, waitingRetry)
+					c.act(b, ep.ID, id)
+					rc.setRespond(status(200))
+					b.retryNow(d.JobID)
+					j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
+					if j.State != rivertype.JobStateCancelled {
+						t.Fatalf("job ended %s, want cancelled (discarded at once)", j.State)
+					}
+					if n := len(rc.receipts()); n != 1 {
+						t.Fatalf("receiver got %d requests, want only the first", n)
+					}
+					if c.reason == "" {
+						return
+					}
+					got := b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "failed" })
+					if !strings.Contains(got.LastError, c.reason) {
+						t.Fatalf("last_error %q, want it to say %q", got.LastError, c.reason)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 

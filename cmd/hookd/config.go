@@ -10,11 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/endpoint"
-	"github.com/hookd/hookd/internal/event"
 )
 
 // errUsage: the flag package already printed what is wrong.
@@ -74,40 +71,4 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-// loadCatalog reads event types from a YAML or JSON file: either a list of
-// {name, exposure, description} or {event_types: [...]}.
-func loadCatalog(path string) ([]event.Type, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	type entry struct {
-		Name        string `yaml:"name"`
-		Exposure    string `yaml:"exposure"`
-		Description string `yaml:"description"`
-	}
-	var list []entry
-	if err := yaml.Unmarshal(b, &list); err != nil {
-		var doc struct {
-			EventTypes []entry `yaml:"event_types"`
-		}
-		if err2 := yaml.Unmarshal(b, &doc); err2 != nil {
-			return nil, fmt.Errorf("catalog %s: %v (expected a list of {name, exposure, description} or {event_types: [...]})", path, err2)
-		}
-		list = doc.EventTypes
-	}
-	out := make([]event.Type, 0, len(list))
-	for i, e := range list {
-		if err := event.ValidateTypeName(e.Name); err != nil {
-			return nil, fmt.Errorf("catalog %s entry %d: %v", path, i, err)
-		}
-		exp, err := event.ParseExposure(e.Exposure)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s entry %d (%s): %v", path, i, e.Name, err)
-		}
-		out = append(out, event.Type{Name: e.Name, Exposure: exp, Description: e.Description})
-	}
-	return out, nil
 }

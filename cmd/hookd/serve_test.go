@@ -243,18 +243,22 @@ func TestServeKilledMidFlight(t *testing.T) {
 	}
 }
 
-// TestServeCatalog: --catalog registers event types from YAML at start.
+// TestServeCatalog: --catalog registers event types at start, from
+// built-in catalogs and YAML files, comma-separated.
 func TestServeCatalog(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cat := filepath.Join(dir, "catalog.yaml")
 	os.WriteFile(cat, []byte("event_types:\n  - name: invoice.paid\n    exposure: webhook\n    description: An invoice was paid.\n  - name: audit.log\n"), 0o644)
 	key := createKey(t, dir)
-	p := startServe(t, dir, "--catalog", cat)
+	p := startServe(t, dir, "--catalog", "standmeet,"+cat)
 	out := call(t, p, key, "GET", "/api/admin/webhooks/event_types", "", 200)
 	raw, _ := json.Marshal(out["data"])
 	if !strings.Contains(string(raw), `"invoice.paid"`) || strings.Contains(string(raw), "audit.log") {
 		t.Fatalf("webhook event types %s: want invoice.paid, not the internal audit.log", raw)
+	}
+	if n := len(out["data"].([]any)); n != 40 || !strings.Contains(string(raw), `{"name":"corpus.note.changed","exposure":"webhook","scoped":true`) {
+		t.Fatalf("%d webhook event types %s: want standmeet's 39 (corpus.note.changed scoped) and invoice.paid", n, raw)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("- name: Bad Name\n"), 0o644)

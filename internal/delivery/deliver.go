@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -162,9 +163,11 @@ func (s *Service) preflight(a *store.Attemptable, job *river.Job[DeliverArgs], n
 	if d.Attempts >= job.Attempt {
 		return true, errors.New(d.LastError)
 	}
-	// A receiver's Retry-After is honoured even when the job runs early.
+	// A receiver's Retry-After is honoured even when the job runs early (a
+	// plain backoff after a 429 or 503 is not: River owns that schedule,
+	// and a job retried by hand goes now).
 	if (d.LastStatus == http.StatusTooManyRequests || d.LastStatus == http.StatusServiceUnavailable) &&
-		d.NextAttemptAt != nil && d.NextAttemptAt.After(now.Add(time.Second)) {
+		strings.Contains(d.LastError, retryAfterNote) && d.NextAttemptAt != nil && d.NextAttemptAt.After(now.Add(time.Second)) {
 		return true, river.JobSnooze(d.NextAttemptAt.Sub(now))
 	}
 	return false, nil
@@ -191,7 +194,7 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 		return Outcome{}, fmt.Errorf("sign %s: %w", ev.ID, err)
 	}
 	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
-	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter), nil
+	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p.GivesUpOn), nil
 }
 
 // settle records an attempt's outcome and moves the endpoint's state, in one

@@ -54,11 +54,17 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return err
 	}
-	return s.fanout(ctx, ev, o, p, eps)
+	// Asked for every fanout: a type made scoped applies to the next event.
+	scoped, err := q.ScopedTypes(ctx, o.ID)
+	if err != nil {
+		return err
+	}
+	return s.fanout(ctx, ev, o, p, eps, scoped)
 }
 
-// targets returns the endpoints (of the owner's enabled ones) ev goes to.
-func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) ([]*endpoint.Endpoint, error) {
+// targets returns the endpoints (of the owner's enabled ones) ev goes to;
+// scoped names the owner's scoped types.
+func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool) ([]*endpoint.Endpoint, error) {
 	if p.Excluded(ev.Type, o) {
 		return nil, nil
 	}
@@ -74,7 +80,7 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
 			continue
 		}
-		ok, err := s.cfg.Scope.Admits(ctx, ep, ev)
+		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, scoped[ev.Type])
 		if err != nil {
 			return nil, fmt.Errorf("scope of endpoint %s: %w", ep.ID, err)
 		}
@@ -91,7 +97,7 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 // events one transaction and one endpoint list serve many of them, instead
 // of a River job, a transaction and a commit each. While an endpoint is
 // failing its new deliveries are scheduled Cooldown out.
-func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint) error {
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool) error {
 	now := s.now().UTC()
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
 	// Relaxed commit: PostgreSQL writes WAL in order, so River's later,
@@ -128,7 +134,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 			if i > 0 && len(ds) >= s.cfg.FanoutPairs {
 				break // the rest wait for their own jobs (or the next batch)
 			}
-			targets, err := s.targets(ctx, e, o, p, eps)
+			targets, err := s.targets(ctx, e, o, p, eps, scoped)
 			if err != nil {
 				return err
 			}

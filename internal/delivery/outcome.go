@@ -19,13 +19,15 @@ type Verdict int
 const (
 	// Complete: 2xx.
 	Complete Verdict = iota
-	// Retry: 5xx, 408, 429 (without Retry-After), timeout, connection
+	// Retry: 5xx, 408, 429 (without Retry-After), any status the profile
+	// does not give up on (kwork: every non-2xx), timeout, connection
 	// failure: again per the profile's schedule, spending an attempt.
 	Retry
 	// Snooze: 429/503 with Retry-After: again after that long, no attempt
 	// spent.
 	Snooze
-	// Discard: other 4xx (and 3xx), egress blocked: never again.
+	// Discard: a status the profile gives up on (standard: other 4xx and
+	// 3xx), egress blocked: never again.
 	Discard
 )
 
@@ -42,8 +44,9 @@ type Outcome struct {
 }
 
 // Classify turns an attempt's response or error into an outcome. maxWait
-// caps a Retry-After snooze.
-func Classify(resp egress.Response, err error, now time.Time, maxWait time.Duration) Outcome {
+// caps a Retry-After snooze; givesUpOn is the profile's outcome rule for a
+// non-2xx status (profile.Profile.GivesUpOn).
+func Classify(resp egress.Response, err error, now time.Time, maxWait time.Duration, givesUpOn func(status int) bool) Outcome {
 	if err != nil {
 		switch {
 		case errors.Is(err, egress.ErrBlocked):
@@ -62,14 +65,18 @@ func Classify(resp egress.Response, err error, now time.Time, maxWait time.Durat
 			if wait > maxWait {
 				wait = maxWait
 			}
-			return Outcome{Verdict: Snooze, Status: s, Wait: wait, Error: fmt.Sprintf("HTTP %d with Retry-After: waiting %s", s, wait)}
+			return Outcome{Verdict: Snooze, Status: s, Wait: wait, Error: fmt.Sprintf("HTTP %d %s: waiting %s", s, retryAfterNote, wait)}
 		}
 		return Outcome{Verdict: Retry, Status: s, Error: fmt.Sprintf("HTTP %d", s)}
-	case s >= 500 || s == http.StatusRequestTimeout:
-		return Outcome{Verdict: Retry, Status: s, Error: fmt.Sprintf("HTTP %d", s)}
+	case givesUpOn(s):
+		return Outcome{Verdict: Discard, Status: s, Error: fmt.Sprintf("HTTP %d: permanent failure (4xx other than 408/429, or an unfollowed redirect)", s)}
 	}
-	return Outcome{Verdict: Discard, Status: s, Error: fmt.Sprintf("HTTP %d: permanent failure (4xx other than 408/429, or an unfollowed redirect)", s)}
+	return Outcome{Verdict: Retry, Status: s, Error: fmt.Sprintf("HTTP %d", s)}
 }
+
+// retryAfterNote marks a snooze's recorded error: the wait is the
+// receiver's, not the profile's backoff.
+const retryAfterNote = "with Retry-After"
 
 // retryAfter parses a Retry-After header: delta-seconds or an HTTP date.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {

@@ -43,7 +43,11 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 	out := make([]Published, 0, len(evs))
 	exposures := map[[2]string]event.Exposure{}
 	for i, ev := range evs {
-		if err := ev.Validate(); err != nil {
+		err := ev.Validate()
+		if err == nil {
+			err = s.refuseTestType(ev)
+		}
+		if err != nil {
 			if len(evs) > 1 {
 				return nil, apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
 			}
@@ -109,4 +113,19 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// refuseTestType refuses a published profile test event (webhook.test,
+// open.ping): it would reach every endpoint subscribed to "*", while a test
+// goes to one endpoint only, through send_test (which sets EndpointID).
+func (s *Service) refuseTestType(ev *event.Event) error {
+	if ev.EndpointID != "" {
+		return nil
+	}
+	for _, p := range s.cfg.Profiles.All() {
+		if ev.Type == p.TestEventType() {
+			return apperr.New(apperr.Invalid, "%s is the %s profile's test event and is not published: send it to one endpoint with webhooks.send_test (POST /api/admin/webhooks/{id}/send_test)", ev.Type, p.Name())
+		}
+	}
+	return nil
 }

@@ -45,14 +45,22 @@ const (
 	Webhook Exposure = "webhook"
 )
 
-// Type is a registered event type. OwnerID is empty for the built-in catalog
-// shared by every owner.
+// Type is a registered event type. OwnerID is empty for the catalog shared
+// by every owner.
 type Type struct {
-	OwnerID     string    `json:"-"`
-	Name        string    `json:"name"`
-	Exposure    Exposure  `json:"exposure"`
-	Description string    `json:"description,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	OwnerID  string   `json:"-"`
+	Name     string   `json:"name"`
+	Exposure Exposure `json:"exposure"`
+	// Scoped types are judged for scope (seed 000: only
+	// corpus.note.changed): an endpoint with a grant gets them only as the
+	// grant allows, one without only from the published slice. Every other
+	// type goes to every endpoint subscribed to it.
+	Scoped      bool   `json:"scoped"`
+	Description string `json:"description,omitempty"`
+	// Profile, on a shared type, limits it to owners of that profile (a
+	// profile's own test and lifecycle types); "" offers it to every owner.
+	Profile   string    `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 var typeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)

@@ -22,7 +22,7 @@ func TestRoles(t *testing.T) {
 				args           map[string]any
 				code           string // "" for success
 			}{
-				{pub, "", "events.publish", map[string]any{"type": "webhook.test"}, ""},
+				{pub, "", "events.publish", map[string]any{"type": "audit.checked"}, ""},
 				{pub, "", "webhooks.list", nil, "forbidden"},
 				{pub, "", "webhooks.create", map[string]any{"url": w.receiver.URL, "event_types": []string{"webhook.test"}}, "forbidden"},
 				{pub, "", "event_types.put", map[string]any{"name": "x.y", "exposure": "webhook"}, "forbidden"},
@@ -33,7 +33,7 @@ func TestRoles(t *testing.T) {
 				{admin, "alice", "webhooks.list", nil, ""},
 				{admin, "bob", "webhooks.list", nil, "not_found"},
 				{admin, "bob", "api_keys.create", map[string]any{"role": "admin"}, "not_found"},
-				{admin, "bob", "events.publish", map[string]any{"type": "webhook.test"}, "not_found"},
+				{admin, "bob", "events.publish", map[string]any{"type": "audit.checked"}, "not_found"},
 				{admin, "", "api_keys.create", map[string]any{"role": "operator"}, "forbidden"},
 				{admin, "", "api_keys.create", map[string]any{"role": "root"}, "invalid"},
 				{admin, "", "owners.list", nil, "forbidden"},
@@ -91,13 +91,13 @@ func TestKeyLifecycle(t *testing.T) {
 					if !strings.Contains(string(list.body), k.ID) || strings.Contains(string(list.body), k.Secret) || strings.Contains(string(list.body), `"secret"`) {
 						t.Errorf("list %s: want the key, without any secret", list)
 					}
-					w.must(c.call(w, w.op("events.publish"), k.Secret, "", map[string]any{"type": "webhook.test"}))
+					w.must(c.call(w, w.op("events.publish"), k.Secret, "", map[string]any{"type": "audit.checked"}))
 					revoked := w.must(c.call(w, w.op("api_keys.revoke"), admin, "", map[string]any{"id": k.ID}))
 					if !strings.Contains(string(revoked.body), `"revoked_at"`) {
 						t.Errorf("revoke answered %s: want the key with revoked_at", revoked)
 					}
 					// REST refuses the revoked key; MCP refuses it before any tool runs.
-					if got := w.rest(w.op("events.publish"), k.Secret, "", map[string]any{"type": "webhook.test"}); got.code != "unauthorized" {
+					if got := w.rest(w.op("events.publish"), k.Secret, "", map[string]any{"type": "audit.checked"}); got.code != "unauthorized" {
 						t.Errorf("REST with a revoked key: %s, want 401 unauthorized", got)
 					}
 					if _, err := dialMCP(w.api.URL+"/mcp", k.Secret); err == nil {

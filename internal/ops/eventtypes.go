@@ -11,12 +11,13 @@ import (
 type PutEventTypeIn struct {
 	Name        string `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
 	Exposure    string `json:"exposure,omitempty" jsonschema:"webhook (fans out to endpoints) or internal (default: never leaves hookd)"`
+	Scoped      bool   `json:"scoped,omitempty" jsonschema:"judge events of this type for scope: an endpoint with a grant gets them as the grant allows, one without only when published or was_published (default false: every subscribed endpoint gets them)"`
 	Description string `json:"description,omitempty"`
 }
 
 func (s *Service) eventTypeOps() []*Op {
 	return []*Op{
-		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
+		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure and whether it is scoped.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
 		define(Op{Name: "event_types.list", Summary: "List every event type the owner has registered or inherits, with its exposure.", Method: http.MethodGet, Path: "/api/admin/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEventTypes),
 	}
 }
@@ -32,7 +33,7 @@ func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTyp
 	if len(in.Description) > 1024 {
 		return nil, invalid("description is %d bytes; at most 1024", len(in.Description))
 	}
-	t := &event.Type{OwnerID: p.OwnerID, Name: in.Name, Exposure: exp, Description: in.Description, CreatedAt: s.now()}
+	t := &event.Type{OwnerID: p.OwnerID, Name: in.Name, Exposure: exp, Scoped: in.Scoped, Description: in.Description, CreatedAt: s.now()}
 	if err := s.DB.Q().PutEventType(ctx, t); err != nil {
 		return nil, err
 	}

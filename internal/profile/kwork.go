@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"time"
@@ -33,6 +34,10 @@ const (
 	AttrAPIVersion = "api_version"
 )
 
+// DefaultKworkAPIVersion is the envelope's apiVersion when the owner sets no
+// api_version attribute: the current API version's date (seed 002).
+const DefaultKworkAPIVersion = "2026-10-28"
+
 // The app lifecycle events (seed 002), sent to an app's subscriptions
 // without the subscription listing them.
 const (
@@ -48,6 +53,10 @@ func (Kwork) NewSecret() (string, error) { return webhook.NewSecret() }
 func (Kwork) Retry() Retry               { return KworkRetry }
 func (Kwork) TestEventType() string      { return OpenPing }
 func (Kwork) LogWindow() int             { return 50 }
+
+// GivesUpOn: seed 002 retries every non-2xx answer, 4xx included (a 401 or
+// 404 while the receiver deploys must not lose the event).
+func (Kwork) GivesUpOn(int) bool { return false }
 
 func (Kwork) MaxInFlight(setting int) int {
 	if setting <= 0 {
@@ -121,7 +130,7 @@ func (Kwork) AppendBody(dst []byte, ev *event.Event, o *owner.Owner) ([]byte, er
 	b = append(b, `,"createdAt":`...)
 	b = appendTime(b, ev.OccurredAt, time.RFC3339)
 	b = append(b, `,"apiVersion":`...)
-	b = appendString(b, a[AttrAPIVersion])
+	b = appendString(b, cmp.Or(a[AttrAPIVersion], DefaultKworkAPIVersion))
 	b = append(b, `,"tenant":`...)
 	b = appendString(b, ev.Tenant)
 	b = append(b, `,"environment":`...)

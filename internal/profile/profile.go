@@ -38,6 +38,11 @@ type Profile interface {
 	Sign(h http.Header, secret string, m Message, now time.Time) error
 	// Retry is the retry schedule.
 	Retry() Retry
+	// GivesUpOn is the profile's outcome rule: whether a receiver's non-2xx
+	// status (no Retry-After snooze) ends the delivery at once instead of
+	// retrying it (standard: 4xx other than 408/429, and unfollowed 3xx;
+	// kwork: never, every non-2xx is retried).
+	GivesUpOn(status int) bool
 	// MaxInFlight returns how many deliveries may be in flight to one
 	// endpoint given the endpoint's setting (0 = default); 1 is a lease.
 	MaxInFlight(setting int) int

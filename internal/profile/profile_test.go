@@ -326,6 +326,28 @@ func TestProfileSettings(t *testing.T) {
 	}
 }
 
+// TestKworkAPIVersionDefault: an owner without api_version still gets a
+// dated apiVersion (seed 002's current one), never "".
+func TestKworkAPIVersionDefault(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ attr, want string }{{"", "2026-10-28"}, {"2027-01-15", "2027-01-15"}} {
+		o := &owner.Owner{Attributes: map[string]string{AttrApp: "shop-sync", AttrEnv: "live"}}
+		if c.attr != "" {
+			o.Attributes[AttrAPIVersion] = c.attr
+		}
+		body, err := Kwork{}.Body(&event.Event{ID: "evt_1", Type: "app.installed", Data: json.RawMessage(`{}`)}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || env.APIVersion != c.want {
+			t.Errorf("api_version %q: apiVersion %q (%v), want %q", c.attr, env.APIVersion, err, c.want)
+		}
+	}
+}
+
 func TestKworkCatalog(t *testing.T) {
 	want := map[string]bool{AppInstalled: true, AppUninstalled: true, AppUpgraded: true, AppScopesChanged: true, OpenPing: true}
 	for _, typ := range (Kwork{}).Catalog() {
@@ -460,6 +482,9 @@ func FuzzKworkBody(f *testing.F) {
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
 			t.Fatalf("%s: %v", body, err)
+		}
+		if version == "" {
+			version = DefaultKworkAPIVersion // never empty
 		}
 		if !utf8Lossy(tenant, env.Tenant) || !utf8Lossy(app, env.App) || !utf8Lossy(version, env.APIVersion) {
 			t.Fatalf("%q %q %q came back as %+v", tenant, app, version, env)

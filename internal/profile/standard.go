@@ -35,6 +35,12 @@ func (Standard) Implicit(string, *owner.Owner) bool {
 func (Standard) ValidateOwner(map[string]string) error { return nil }
 func (Standard) Excluded(string, *owner.Owner) bool    { return false }
 
+// GivesUpOn: seed 000 discards other 4xx (and unfollowed redirects) at
+// once; 5xx, 408 and 429 are retried.
+func (Standard) GivesUpOn(status int) bool {
+	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
 func (Standard) ValidateSecret(secret string) error {
 	if _, err := webhook.NewSigner(secret); err != nil {
 		return apperr.New(apperr.Invalid, "secret must be whsec_ followed by base64 (at least 24 bytes decoded): %v", err)

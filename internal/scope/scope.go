@@ -25,11 +25,16 @@ type Predicate struct {
 	Source Source
 }
 
-// Admits reports whether ev may be delivered to ep.
-func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.Event) (bool, error) {
-	// raw:// subjects never leave the instance, whatever the endpoint.
+// Admits reports whether ev may be delivered to ep. scoped says whether
+// ev's type is judged for scope (a property of the event type): an unscoped
+// event goes to every endpoint subscribed to it.
+func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.Event, scoped bool) (bool, error) {
+	// raw:// subjects never leave the instance, whatever the endpoint or type.
 	if strings.HasPrefix(ev.Subject, "raw://") {
 		return false, nil
+	}
+	if !scoped {
+		return true, nil
 	}
 	if ep.ScopeSource != "" {
 		if p.Source == nil {
@@ -37,19 +42,19 @@ func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.
 		}
 		return p.Source(ctx, ep.ScopeSource, ev)
 	}
-	return publishedSlice(ev.Data), nil
+	return PublishedSlice(ev.Data), nil
 }
 
-// publishedSlice: an endpoint without a scope source sees published facts.
-// Data that speaks of publication must say published or was_published (so
-// unpublishing is heard); data that does not speak of it is admitted.
-func publishedSlice(data json.RawMessage) bool {
+// PublishedSlice reports whether a scoped event's data places it in the
+// published slice: published, or was_published (so unpublishing is heard).
+// Data that says neither is outside it.
+func PublishedSlice(data json.RawMessage) bool {
 	var d struct {
-		Published    *bool `json:"published"`
-		WasPublished *bool `json:"was_published"`
+		Published    bool `json:"published"`
+		WasPublished bool `json:"was_published"`
 	}
-	if json.Unmarshal(data, &d) != nil || (d.Published == nil && d.WasPublished == nil) {
-		return true
+	if json.Unmarshal(data, &d) != nil {
+		return false
 	}
-	return d.Published != nil && *d.Published || d.WasPublished != nil && *d.WasPublished
+	return d.Published || d.WasPublished
 }
