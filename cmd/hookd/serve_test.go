@@ -257,7 +257,7 @@ func TestServeCatalog(t *testing.T) {
 	if !strings.Contains(string(raw), `"invoice.paid"`) || strings.Contains(string(raw), "audit.log") {
 		t.Fatalf("webhook event types %s: want invoice.paid, not the internal audit.log", raw)
 	}
-	if n := len(out["data"].([]any)); n != 40 || !strings.Contains(string(raw), `{"name":"corpus.note.changed","exposure":"webhook","scoped":true`) {
+	if n := len(out["data"].([]any)); n != 40 || !strings.Contains(string(raw), `"name":"corpus.note.changed","scoped":true`) {
 		t.Fatalf("%d webhook event types %s: want standmeet's 39 (corpus.note.changed scoped) and invoice.paid", n, raw)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
