@@ -163,6 +163,23 @@ func (b *bundle) fanoutNow(eventID string) {
 	}
 }
 
+// exhaust spends a kwork delivery's sends, each backoff cut short, and
+// returns its failed record: kwork retries every non-2xx, so a delivery a
+// receiver keeps refusing ends failed only after its 6th send.
+func (b *bundle) exhaust(epID, eventID string) deliveryOut {
+	b.t.Helper()
+	for n := 1; n <= profile.KworkRetry.MaxAttempts; n++ {
+		d := b.waitDelivery(epID, eventID, wait, func(d deliveryOut) bool { return d.Attempts >= n })
+		if d.State == "failed" {
+			return d
+		}
+		b.waitJob(d.JobID, waitingRetry)
+		b.retryNow(d.JobID)
+	}
+	b.t.Fatalf("delivery of %s to %s not failed after %d sends", eventID, epID, profile.KworkRetry.MaxAttempts)
+	return deliveryOut{}
+}
+
 // kworkEnvelope is seed 002's envelope.
 type kworkEnvelope struct {
 	ID          string          `json:"id"`
@@ -547,7 +564,7 @@ func TestKworkDeliveryLogWindow(t *testing.T) {
 		rc.waitFor(t, 58, bulk)
 		allDelivered(50) // the window already shows only 50 of 58
 		reject := shop.publishFor("order.reject", "acme_corp", `{}`)
-		shop.waitDelivery(ep.ID, reject, wait, func(d deliveryOut) bool { return d.State == "failed" })
+		shop.exhaust(ep.ID, reject) // a 400 is retried too, until the sends run out
 		// Clear the failure so the next event is sent at once, not after the
 		// failing endpoint's cooldown.
 		shop.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"enabled": true}, nil)
@@ -677,7 +694,7 @@ func TestKworkRetention(t *testing.T) {
 		shop.waitDelivery(epOK.ID, delivered, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 		d := shop.waitDelivery(epRetry.ID, pending, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
 		b.waitJob(d.JobID, waitingRetry)
-		shop.waitDelivery(epBad.ID, failed, wait, func(d deliveryOut) bool { return d.State == "failed" })
+		shop.exhaust(epBad.ID, failed)
 
 		prune := func() int64 {
 			t.Helper()
@@ -743,15 +760,16 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		b := setup(t, eng)
 		shop := b.kworkOwner("shop", shopApp)
 		rc, star, none := newReceiver(t), newReceiver(t), newReceiver(t)
-		rc.setRespond(status(400)) // the order fails at once
+		rc.setRespond(status(400)) // the order is refused until its sends run out
 		shop.registerType("order.paid")
 		ep := shop.subscribe(rc.URL, []string{"order.paid"}, nil)
 		epStar := shop.subscribe(star.URL, []string{"*"}, nil)
 		epNone := shop.subscribe(none.URL, nil, nil)
 
 		order := shop.publishFor("order.paid", "acme_corp", `{"order":"o_1"}`)
-		failed := shop.waitDelivery(ep.ID, order, wait, func(d deliveryOut) bool { return d.State == "failed" })
-		orderReq := rc.waitFor(t, 1, wait)[0]
+		failed := shop.exhaust(ep.ID, order)
+		sends := profile.KworkRetry.MaxAttempts
+		orderReq := rc.waitFor(t, sends, wait)[sends-1]
 
 		rc.setRespond(status(200))
 		// The failure made the subscription "failing", and a failing
@@ -765,7 +783,7 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		shop.fanoutNow(ping)
 
 		pd := shop.waitDelivery(ep.ID, ping, wait, func(d deliveryOut) bool { return d.State == "delivered" })
-		r := rc.waitFor(t, 2, wait)[1]
+		r := rc.waitFor(t, sends+1, wait)[sends]
 		env := checkKwork(t, ep.Secret, r)
 		if env.Type != "open.ping" || env.ID != ping || r.Header.Get("X-Kwork-Event") != "open.ping" {
 			t.Fatalf("test request: %+v", env)
@@ -774,7 +792,7 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 			t.Fatalf("open.ping delivery %+v reuses the failed delivery %s", pd, failed.ID)
 		}
 		// Not a redelivery: the failed order stays failed and unsent.
-		if d := shop.deliveryOf(ep.ID, order); d == nil || d.State != "failed" || d.Attempts != 1 {
+		if d := shop.deliveryOf(ep.ID, order); d == nil || d.State != "failed" || d.Attempts != sends {
 			t.Fatalf("send_test touched the failed delivery: %+v", d)
 		}
 		// That subscription only: the "*" and the empty one have no record of it.
@@ -795,7 +813,7 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		if again := shop.sendTest(ep.ID); again == ping {
 			t.Fatal("second send_test resent the first test event")
 		}
-		rc.waitFor(t, 3, wait)
+		rc.waitFor(t, sends+2, wait)
 
 		// Redeliver: the failed order again, same delivery id and body.
 		var red struct {
@@ -807,7 +825,7 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		}
 		d := shop.waitDelivery(ep.ID, order, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 		var again receipt
-		for _, r := range rc.waitFor(t, 4, wait) {
+		for _, r := range rc.waitFor(t, sends+3, wait) {
 			if r.Header.Get("X-Kwork-Event") == "order.paid" && r.At.After(orderReq.At) {
 				again = r
 			}
@@ -819,8 +837,8 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		if d.LastStatus != 200 || d.Attempts < 1 {
 			t.Fatalf("redelivered record %+v", d)
 		}
-		if n := len(rc.receipts()); n != 4 {
-			t.Fatalf("receiver got %d requests, want 4 (order, 2 pings, the redelivered order)", n)
+		if n := len(rc.receipts()); n != sends+3 {
+			t.Fatalf("receiver got %d requests, want %d (the order's sends, 2 pings, the redelivered order)", n, sends+3)
 		}
 	})
 }
