@@ -12,9 +12,17 @@
 //	webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>
 //
 // The secret is "whsec_" + base64(32 random bytes) (see NewSecret) and the
-// HMAC key is the decoded bytes. webhook-signature is a space-delimited list
-// so a secret can be rotated without downtime: any v1 entry that matches
-// passes; entries with other labels (such as v1a, Ed25519) are ignored.
+// HMAC key is the decoded bytes. Endpoints may instead (or also) be signed
+// with Ed25519: the sender keeps a "whsk_" signing key, the receiver holds
+// only its "whpk_" public key (see NewSigningKey), and the entry is
+//
+//	webhook-signature: v1a,<base64 Ed25519(signing key, "<id>.<timestamp>.<body>")>
+//
+// webhook-signature is a space-delimited list, so a key can be rotated
+// without downtime: during an overlap the sender signs with the new and the
+// old key ("v1,<new> v1,<old>"), and any entry that matches any of the
+// verifier's keys passes. A verifier given a whsec_ secret checks v1 entries
+// only, one given a whpk_ key v1a entries only; WithKeys gives it several.
 //
 // Kwork, the "kwork" profile of a developer platform. Each request carries
 //
@@ -30,7 +38,7 @@
 //
 // Receiving with net/http:
 //
-//	v, err := webhook.NewVerifier(os.Getenv("WEBHOOK_SECRET")) // or NewKworkVerifier
+//	v, err := webhook.NewVerifier(os.Getenv("WEBHOOK_SECRET")) // whsec_… or whpk_…; or NewKworkVerifier
 //	if err != nil {
 //		log.Fatal(err)
 //	}
@@ -44,9 +52,15 @@
 // Or without middleware: Verifier.Verify(r.Header, body) or, for kwork,
 // VerifyWebhook(body, r.Header.Get("X-Kwork-Signature"), secret, 300*time.Second).
 //
-// Sending: keep one Signer (or KworkSigner) per secret and call Sign for
+// While a sender rotates, hold both keys:
+//
+//	v, err := webhook.NewVerifier(newSecret, webhook.WithKeys(oldSecret))
+//
+// Sending: keep one Signer (or KworkSigner) per key and call Sign for
 // every attempt with the current time; Sign does not allocate beyond the
-// returned string, and AppendSign not at all.
+// returned string, and AppendSign not at all. A Signer made from a whsk_
+// key signs v1a; join several signers' entries with a space to sign with
+// several keys.
 //
 // Failures wrap ErrMissingHeader, ErrMalformedHeader, ErrTimestampTooOld,
 // ErrTimestampTooNew, ErrNoMatchingSignature or ErrMalformedBody; test them

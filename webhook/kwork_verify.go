@@ -10,23 +10,29 @@ import (
 )
 
 // KworkVerifier checks kwork requests (X-Kwork-Signature) signed with one
-// secret. It is safe for concurrent use.
+// of its secrets. It is safe for concurrent use.
 type KworkVerifier struct {
-	signer *KworkSigner
-	cfg    verifierConfig
+	signers []*KworkSigner
+	cfg     verifierConfig
 }
 
-// NewKworkVerifier keys a verifier with secret's bytes as given.
+// NewKworkVerifier keys a verifier with secret's bytes as given, and with
+// any secrets given WithKeys (a receiver holding the old and the new secret
+// while it switches over).
 func NewKworkVerifier(secret string, opts ...VerifierOption) (*KworkVerifier, error) {
-	signer, err := NewKworkSigner(secret)
-	if err != nil {
-		return nil, err
-	}
 	cfg, err := newVerifierConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &KworkVerifier{signer: signer, cfg: cfg}, nil
+	v := &KworkVerifier{cfg: cfg}
+	for _, s := range append([]string{secret}, cfg.more...) {
+		signer, err := NewKworkSigner(s)
+		if err != nil {
+			return nil, err
+		}
+		v.signers = append(v.signers, signer)
+	}
+	return v, nil
 }
 
 // Verify checks the X-Kwork-Signature header against the raw body, then
@@ -36,7 +42,7 @@ func (v *KworkVerifier) Verify(h http.Header, body []byte) (Event, error) {
 	if sigHeader == "" {
 		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, HeaderKworkSignature)
 	}
-	if err := verifyKwork(v.signer, body, sigHeader, v.cfg.now(), v.cfg.tolerance); err != nil {
+	if err := verifyKwork(v.signers, body, sigHeader, v.cfg.now(), v.cfg.tolerance); err != nil {
 		return Event{}, err
 	}
 	return parseEvent(body)
@@ -59,7 +65,7 @@ func VerifyWebhookAt(body []byte, sigHeader, secret string, tolerance time.Durat
 	if sigHeader == "" {
 		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, HeaderKworkSignature)
 	}
-	if err := verifyKwork(signer, body, sigHeader, now, tolerance); err != nil {
+	if err := verifyKwork([]*KworkSigner{signer}, body, sigHeader, now, tolerance); err != nil {
 		return Event{}, err
 	}
 	return parseEvent(body)
@@ -69,7 +75,7 @@ func VerifyWebhookAt(body []byte, sigHeader, secret string, tolerance time.Durat
 // |now - t| > tolerance, then compare hex HMAC(secret, "<t>.<body>") with v1
 // in constant time. Structural problems are reported first so the error says
 // what is wrong; the set of accepted inputs is the seed's.
-func verifyKwork(s *KworkSigner, body []byte, sigHeader string, now time.Time, tolerance time.Duration) error {
+func verifyKwork(signers []*KworkSigner, body []byte, sigHeader string, now time.Time, tolerance time.Duration) error {
 	sig := parseKworkHeader(sigHeader)
 	switch {
 	case !sig.hasT:
@@ -84,13 +90,18 @@ func verifyKwork(s *KworkSigner, body []byte, sigHeader string, now time.Time, t
 	if err := checkTimestamp(HeaderKworkSignature+" t", ts, now, tolerance); err != nil {
 		return err
 	}
-	var buf [64]byte
-	want := s.appendHex(buf[:0], []byte(sig.t), body)
-	var got [64]byte
-	if len(sig.v1) != len(want) || !hmac.Equal(got[:copy(got[:], sig.v1)], want) {
-		return fmt.Errorf("%w: %s v1 was not made with this secret", ErrNoMatchingSignature, HeaderKworkSignature)
+	for _, s := range signers {
+		var buf [64]byte
+		want := s.appendHex(buf[:0], []byte(sig.t), body)
+		var got [64]byte
+		if len(sig.v1) == len(want) && hmac.Equal(got[:copy(got[:], sig.v1)], want) {
+			return nil
+		}
 	}
-	return nil
+	if len(signers) > 1 {
+		return fmt.Errorf("%w: %s v1 was not made with any of these %d secrets", ErrNoMatchingSignature, HeaderKworkSignature, len(signers))
+	}
+	return fmt.Errorf("%w: %s v1 was not made with this secret", ErrNoMatchingSignature, HeaderKworkSignature)
 }
 
 // kworkHeader is a parsed X-Kwork-Signature value.

@@ -16,6 +16,16 @@ type VerifierOption func(*verifierConfig)
 type verifierConfig struct {
 	tolerance time.Duration
 	now       func() time.Time
+	more      []string
+}
+
+// WithKeys adds keys the verifier also accepts, besides the one given to
+// the constructor: the receiver's side of a rotation holds the old and the
+// new key until the sender's overlap ends. For Standard Webhooks each key
+// is a whsec_ secret (checks v1 entries) or a whpk_ public key (checks v1a
+// entries); for kwork each is a secret.
+func WithKeys(keys ...string) VerifierOption {
+	return func(c *verifierConfig) { c.more = append(c.more, keys...) }
 }
 
 // WithTolerance sets how far the signed timestamp may be from now (default

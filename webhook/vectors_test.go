@@ -24,6 +24,7 @@ type vector struct {
 	Name          string  `json:"name"`
 	Secret        string  `json:"secret"`
 	PublicKey     string  `json:"public_key"`
+	SecretKey     string  `json:"secret_key"`
 	MsgID         *string `json:"msg_id"`
 	Timestamp     *string `json:"timestamp"`
 	Payload       string  `json:"payload"`
@@ -156,11 +157,11 @@ func TestStandardVectors(t *testing.T) {
 	}
 }
 
-// TestStandardVectorsAsymmetric: v1a (Ed25519) is not supported. The file's
-// expectations are for an Ed25519 verifier; a symmetric verifier must never
-// accept a v1a entry, and must still honour the check order (a too-old
-// timestamp is reported as such). The symmetric secret used is the one that
-// made the v1 entries in these headers, the strongest choice for the check.
+// TestStandardVectorsAsymmetric: every Ed25519 (v1a) case of the file holds
+// for a verifier given the case's whpk_ public key, alone or next to an
+// unrelated secret; a signer given the whsk_ key reproduces the signature
+// (Ed25519 is deterministic); and a symmetric verifier never accepts a v1a
+// entry while still honouring the check order.
 func TestStandardVectorsAsymmetric(t *testing.T) {
 	t.Parallel()
 	f := loadVectors(t)
@@ -171,11 +172,34 @@ func TestStandardVectorsAsymmetric(t *testing.T) {
 			now := time.Unix(c.Now, 0)
 			body := c.body()
 			sig := deref(c.SignatureHeader)
-			verify := func(sigHeader string) error {
-				return VerifyStandard(symmetricSecret, deref(c.MsgID), deref(c.Timestamp), sigHeader, body, now, DefaultTolerance)
+			want := expectedError(t, c.Expect)
+
+			err := VerifyStandard(c.PublicKey, deref(c.MsgID), deref(c.Timestamp), sig, body, now, DefaultTolerance)
+			checkErr(t, "VerifyStandard(whpk_)", err, want)
+			for name, v := range map[string]*Verifier{
+				"public key alone":      mustVerifier(t, c.PublicKey, WithClock(func() time.Time { return now })),
+				"secret and public key": mustVerifier(t, testSecret, WithKeys(c.PublicKey), WithClock(func() time.Time { return now })),
+			} {
+				_, err := v.Verify(c.header(), body)
+				checkErr(t, "Verifier.Verify, "+name, err, want)
 			}
 
-			// Only the v1a entries: never valid for a symmetric verifier.
+			if c.Expect == "valid" {
+				signer, err := NewSigner(c.SecretKey)
+				if err != nil {
+					t.Fatalf("NewSigner(whsk_): %v", err)
+				}
+				ts, _ := strconv.ParseInt(*c.Timestamp, 10, 64)
+				got := signer.Sign(*c.MsgID, ts, body)
+				if !strings.Contains(" "+sig+" ", " "+got+" ") {
+					t.Errorf("Sign(whsk_) = %s, not in %s", got, sig)
+				}
+				if pk, err := PublicKeyOf(c.SecretKey); err != nil || pk != c.PublicKey {
+					t.Errorf("PublicKeyOf = %s, %v; want %s", pk, err, c.PublicKey)
+				}
+			}
+
+			// A symmetric verifier: v1a entries alone never pass.
 			var v1a []string
 			for entry := range strings.SplitSeq(sig, " ") {
 				if strings.HasPrefix(entry, "v1a,") {
@@ -183,22 +207,22 @@ func TestStandardVectorsAsymmetric(t *testing.T) {
 				}
 			}
 			if len(v1a) > 0 {
-				want := ErrNoMatchingSignature
+				wantSym := ErrNoMatchingSignature
 				if c.Expect == "timestamp_too_old" || c.Expect == "timestamp_too_new" {
-					want = expectedError(t, c.Expect)
+					wantSym = want
 				}
-				checkErr(t, "v1a entries only", verify(strings.Join(v1a, " ")), want)
+				err := VerifyStandard(symmetricSecret, deref(c.MsgID), deref(c.Timestamp), strings.Join(v1a, " "), body, now, DefaultTolerance)
+				checkErr(t, "symmetric verifier, v1a entries only", err, wantSym)
 			}
-
-			// The whole header: the file's verdict, except that an entry the
-			// file calls valid only through v1a is "not supported" here.
-			want := expectedError(t, c.Expect)
-			hasV1 := strings.HasPrefix(sig, "v1,") || strings.Contains(sig, " v1,")
-			if want == nil && !hasV1 {
-				want = ErrNoMatchingSignature
-				t.Logf("%s: valid for an Ed25519 verifier; v1a is not supported, rejected as expected", c.Name)
-			}
-			checkErr(t, "whole header", verify(sig), want)
 		})
 	}
+}
+
+func mustVerifier(t *testing.T, key string, opts ...VerifierOption) *Verifier {
+	t.Helper()
+	v, err := NewVerifier(key, opts...)
+	if err != nil {
+		t.Fatalf("NewVerifier(%.10s…): %v", key, err)
+	}
+	return v
 }
