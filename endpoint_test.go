@@ -107,9 +107,10 @@ func TestSendTestAndRotateSecret(t *testing.T) {
 			t.Fatalf("send_test reached another endpoint (%d requests)", n)
 		}
 
-		// Rotation: a new secret, shown once; old signatures no longer verify.
+		// Rotation without overlap: a new secret, shown once; old
+		// signatures no longer verify (rotation_test.go: with overlap).
 		var rot endpointOut
-		b.must(200, "POST", "/api/admin/webhooks/"+ep.ID+"/rotate_secret", nil, &rot)
+		b.must(200, "POST", "/api/admin/webhooks/"+ep.ID+"/rotate_secret", map[string]string{"overlap": "0"}, &rot)
 		if rot.Secret == "" || rot.Secret == ep.Secret {
 			t.Fatalf("rotate gave %q", rot.Secret)
 		}

@@ -28,6 +28,10 @@ type Endpoint struct {
 	MaxInFlight int       `json:"max_in_flight"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+
+	// Signing is the public side of the sealed keys (scheme, whpk_ key,
+	// the end of a rotation's overlap).
+	Signing
 }
 
 // State is the endpoint's state in seed 000's endpoint diagram.

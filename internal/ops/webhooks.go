@@ -16,14 +16,18 @@ import (
 )
 
 // EndpointView is an endpoint as callers see it. Secret is set only in the
-// create and rotate_secret answers.
+// answers that make a new whsec_ secret: create, rotate_secret, and an
+// update that adds hmac to the signature.
 type EndpointView struct {
 	*endpoint.Endpoint
 	State  endpoint.State `json:"state"`
 	Secret string         `json:"secret,omitempty"`
 }
 
-func view(e *endpoint.Endpoint) *EndpointView { return &EndpointView{Endpoint: e, State: e.State()} }
+func (s *Service) view(e *endpoint.Endpoint) *EndpointView {
+	e.Signing = e.Signing.At(s.now())
+	return &EndpointView{Endpoint: e, State: e.State()}
+}
 
 type EndpointList struct {
 	Data []*EndpointView `json:"data"`
@@ -42,6 +46,7 @@ type CreateEndpointIn struct {
 	// (kwork; the standard profile always has one in flight).
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
 	ScopeSource string `json:"scope_source,omitempty" jsonschema:"id of the grant that admits events (empty: the published slice)"`
+	Signature   string `json:"signature,omitempty" jsonschema:"hmac (default: v1 with a whsec_ secret), ed25519 (v1a: the receiver verifies with the public_key whpk_ in the record) or both"`
 }
 
 type UpdateEndpointIn struct {
@@ -52,6 +57,7 @@ type UpdateEndpointIn struct {
 	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
 	MaxInFlight *int      `json:"max_in_flight,omitempty"`
 	ScopeSource *string   `json:"scope_source,omitempty"`
+	Signature   *string   `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
 }
 
 type DeliveriesIn struct {
@@ -92,7 +98,6 @@ func (s *Service) webhookOps() []*Op {
 		define(Op{Name: "webhooks.get", Summary: "Get one endpoint.", Method: http.MethodGet, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEndpoint),
 		define(Op{Name: "webhooks.update", Summary: "Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateEndpoint),
 		define(Op{Name: "webhooks.delete", Summary: "Delete an endpoint with its deliveries.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteEndpoint),
-		define(Op{Name: "webhooks.rotate_secret", Summary: "Give the endpoint a new secret, shown in this answer only.", Method: http.MethodPost, Path: base + "/{id}/rotate_secret", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotateSecret),
 		define(Op{Name: "webhooks.send_test", Summary: "Send one test event to this endpoint only.", Method: http.MethodPost, Path: base + "/{id}/send_test", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.sendTest),
 		define(Op{Name: "webhooks.deliveries", Summary: "The endpoint's deliveries, newest first.", Method: http.MethodGet, Path: base + "/{id}/deliveries", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.deliveries),
 		define(Op{Name: "webhooks.redeliver", Summary: "Re-enqueue every failed delivery of the endpoint.", Method: http.MethodPost, Path: base + "/{id}/redeliver", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.redeliver),
@@ -107,7 +112,7 @@ func (s *Service) listEndpoints(ctx context.Context, p Principal, _ *Empty) (*En
 	}
 	out := &EndpointList{Data: make([]*EndpointView, len(eps))}
 	for i, e := range eps {
-		out.Data[i] = view(e)
+		out.Data[i] = s.view(e)
 	}
 	return out, nil
 }
@@ -117,7 +122,7 @@ func (s *Service) getEndpoint(ctx context.Context, p Principal, in *EndpointRef)
 	if err != nil {
 		return nil, err
 	}
-	return view(e), nil
+	return s.view(e), nil
 }
 
 func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEndpointIn) (*EndpointView, error) {
@@ -129,11 +134,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	if err := s.checkEndpoint(ctx, q, p.OwnerID, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
 		return nil, err
 	}
-	secret, err := prof.NewSecret()
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := s.Sealer.Seal(secret)
+	keys, sealed, err := s.newEndpointKeys(prof, in.Signature)
 	if err != nil {
 		return nil, err
 	}
@@ -142,13 +143,13 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Description: in.Description,
 		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, ScopeSource: in.ScopeSource,
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
 	}
 	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }); err != nil {
 		return nil, err
 	}
-	v := view(e)
-	v.Secret = secret
+	v := s.view(e)
+	v.Secret = keys.Current.Secret
 	return v, nil
 }
 
@@ -158,10 +159,16 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		return nil, err
 	}
 	var out *endpoint.Endpoint
+	var secret string
 	err = s.DB.InTx(ctx, func(q *store.Q) error {
 		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
 		if err != nil {
 			return err
+		}
+		if in.Signature != nil {
+			if secret, err = s.changeScheme(prof, e, *in.Signature, s.now()); err != nil {
+				return err
+			}
 		}
 		if in.URL != nil {
 			e.URL = *in.URL
@@ -200,42 +207,13 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 	if err != nil {
 		return nil, err
 	}
-	return view(out), nil
+	v := s.view(out)
+	v.Secret = secret
+	return v, nil
 }
 
 func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {
 	return &Empty{}, s.DB.Q().DeleteEndpoint(ctx, p.OwnerID, in.ID)
-}
-
-func (s *Service) rotateSecret(ctx context.Context, p Principal, in *EndpointRef) (*EndpointView, error) {
-	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
-	if err != nil {
-		return nil, err
-	}
-	secret, err := prof.NewSecret()
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := s.Sealer.Seal(secret)
-	if err != nil {
-		return nil, err
-	}
-	var out *endpoint.Endpoint
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
-		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
-		if err != nil {
-			return err
-		}
-		e.SecretSealed, e.UpdatedAt = sealed, s.now()
-		out = e
-		return q.UpdateEndpoint(ctx, e)
-	})
-	if err != nil {
-		return nil, err
-	}
-	v := view(out)
-	v.Secret = secret
-	return v, nil
 }
 
 func (s *Service) sendTest(ctx context.Context, p Principal, in *EndpointRef) (*TestSent, error) {

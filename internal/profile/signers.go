@@ -6,7 +6,8 @@ import (
 	"github.com/hookd/hookd/webhook"
 )
 
-// signerCache keeps one signer per endpoint secret, so the key is decoded
+// signerCache keeps one signer per endpoint key set (the opened sealed
+// text: a lone secret or endpoint.Keys), so the key is decoded
 // and its HMAC state pooled once rather than on every attempt (the hot
 // path). It is bounded: past maxSigners entries it starts over, which costs
 // one re-decode per secret.
@@ -39,6 +40,12 @@ func (c *signerCache[S]) get(secret string) (S, error) {
 }
 
 var (
-	standardSigners = &signerCache[*webhook.Signer]{make: webhook.NewSigner}
-	kworkSigners    = &signerCache[*webhook.KworkSigner]{make: webhook.NewKworkSigner}
+	standardSigners = &signerCache[*keyringSigner]{make: newKeyringSigner}
+	kworkSigners    = &signerCache[*webhook.KworkSigner]{make: func(opened string) (*webhook.KworkSigner, error) {
+		secret, err := currentSecret(opened)
+		if err != nil {
+			return nil, err
+		}
+		return webhook.NewKworkSigner(secret)
+	}}
 )

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/webhook"
@@ -39,6 +40,12 @@ func (Standard) Excluded(string, *owner.Owner) bool    { return false }
 // once; 5xx, 408 and 429 are retried.
 func (Standard) GivesUpOn(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// Signing: Ed25519 besides HMAC, and rotations that overlap (the header is
+// a list, and every Standard Webhooks verifier accepts any entry).
+func (Standard) Signing() Signing {
+	return Signing{Schemes: []string{endpoint.SignHMAC, endpoint.SignEd25519, endpoint.SignBoth}, Overlap: true}
 }
 
 func (Standard) ValidateSecret(secret string) error {
@@ -75,19 +82,22 @@ func (Standard) AppendBody(dst []byte, ev *event.Event, _ *owner.Owner) ([]byte,
 }
 
 // Sign sets webhook-id (the event id: receivers dedupe on it),
-// webhook-timestamp and webhook-signature.
+// webhook-timestamp and webhook-signature: one entry per key the endpoint
+// signs with at now (v1 for a secret, v1a for an Ed25519 key; a rotation's
+// old keys too while its overlap lasts).
 func (Standard) Sign(h http.Header, secret string, m Message, now time.Time) error {
 	s, err := standardSigners.get(secret)
 	if err != nil {
 		return err
 	}
 	unix := now.Unix()
-	// The timestamp and the signature are built in one buffer and made one
-	// string, sliced: two allocations for the three headers, with v.
-	var buf [96]byte
+	// The timestamp and the signatures are built in one buffer and made one
+	// string, sliced: two allocations for the three headers, with v. The
+	// buffer holds a timestamp and 4 generations of v1 and v1a entries.
+	var buf [640]byte
 	b := strconv.AppendInt(buf[:0], unix, 10)
 	n := len(b)
-	both := string(s.AppendSign(b, m.EventID, unix, m.Body))
+	both := string(s.appendSign(b, m.EventID, unix, m.Body, now))
 	v := make([]string, 3)
 	v[0], v[1], v[2] = m.EventID, both[:n], both[n:]
 	h["Webhook-Id"], h["Webhook-Timestamp"], h["Webhook-Signature"] = v[0:1:1], v[1:2:2], v[2:3:3]
