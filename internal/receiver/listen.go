@@ -30,12 +30,12 @@ func parseListenFlags(args []string, stderr io.Writer) (listenConfig, error) {
 	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hookd listen --secret S [--profile standard|kwork] [--addr 127.0.0.1:9000] [--path /] [--tolerance 300s]")
+		fmt.Fprintln(stderr, "usage: hookd listen --secret S [--secret S]... [--profile standard|kwork] [--addr 127.0.0.1:9000] [--path /] [--tolerance 300s]")
 		fmt.Fprintln(stderr, "Receives webhooks locally, verifies each POST and prints it.")
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on (port 0 picks a free one)")
-	secret := fs.String("secret", "", "the endpoint's signing secret (required)")
+	secrets := secretFlag(fs)
 	profileName := fs.String("profile", "standard", profileUsage)
 	path := fs.String("path", "/", "URL path to accept; / accepts every path")
 	tolerance := fs.Duration("tolerance", webhook.DefaultTolerance, "allowed clock difference to the signed timestamp")
@@ -48,7 +48,7 @@ func parseListenFlags(args []string, stderr io.Writer) (listenConfig, error) {
 	if len(*path) == 0 || (*path)[0] != '/' {
 		return listenConfig{}, fmt.Errorf("--path %q: must start with /", *path)
 	}
-	p, err := newProfile(*profileName, *secret, *tolerance)
+	p, err := newProfile(*profileName, *secrets, *tolerance)
 	if err != nil {
 		return listenConfig{}, err
 	}

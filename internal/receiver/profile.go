@@ -5,7 +5,10 @@
 package receiver
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hookd/hookd/webhook"
@@ -21,11 +24,33 @@ type profile struct {
 
 const profileUsage = "wire scheme: standard (Standard Webhooks, whsec_ secret) or kwork (X-Kwork-Signature)"
 
-func newProfile(name, secret string, tolerance time.Duration) (profile, error) {
-	if secret == "" {
-		return profile{}, fmt.Errorf("--secret is required: pass the endpoint's signing secret (whsec_... for --profile standard, the subscription secret for --profile kwork)")
+// keyList collects repeated --secret flags: a receiver holds the old and the
+// new key while the sender's rotation overlaps.
+type keyList []string
+
+func (k *keyList) String() string { return "" } // never print keys
+
+func (k *keyList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty key")
 	}
-	opts := []webhook.VerifierOption{webhook.WithTolerance(tolerance)}
+	*k = append(*k, s)
+	return nil
+}
+
+// secretFlag declares --secret on fs.
+func secretFlag(fs *flag.FlagSet) *keyList {
+	k := &keyList{}
+	fs.Var(k, "secret", "the endpoint's key (required): a whsec_ secret or whpk_ public key for --profile standard, the subscription secret for --profile kwork; repeat it to accept several (the old and the new key during a rotation)")
+	return k
+}
+
+func newProfile(name string, secrets []string, tolerance time.Duration) (profile, error) {
+	if len(secrets) == 0 {
+		return profile{}, fmt.Errorf("--secret is required: pass the endpoint's signing secret (whsec_... or its whpk_... public key for --profile standard, the subscription secret for --profile kwork)")
+	}
+	secret := secrets[0]
+	opts := []webhook.VerifierOption{webhook.WithTolerance(tolerance), webhook.WithKeys(secrets[1:]...)}
 	switch name {
 	case "standard":
 		v, err := webhook.NewVerifier(secret, opts...)

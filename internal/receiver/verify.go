@@ -43,11 +43,11 @@ func Verify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hookd verify --secret S [--profile standard|kwork] [--header 'Name: value']... [--tolerance 300s] < body")
+		fmt.Fprintln(stderr, "usage: hookd verify --secret S [--secret S]... [--profile standard|kwork] [--header 'Name: value']... [--tolerance 300s] < body")
 		fmt.Fprintln(stderr, "Verifies one captured delivery. The body must be the exact bytes received (beware of a trailing newline).")
 		fs.PrintDefaults()
 	}
-	secret := fs.String("secret", "", "the endpoint's signing secret (required)")
+	secrets := secretFlag(fs)
 	profileName := fs.String("profile", "standard", profileUsage)
 	tolerance := fs.Duration("tolerance", webhook.DefaultTolerance, "allowed clock difference to the signed timestamp")
 	headers := headerFlag{h: http.Header{}}
@@ -62,7 +62,7 @@ func Verify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verify: unexpected argument %q (the body is read from stdin)\n", fs.Arg(0))
 		return exitUsage
 	}
-	p, err := newProfile(*profileName, *secret, *tolerance)
+	p, err := newProfile(*profileName, *secrets, *tolerance)
 	if err != nil {
 		fmt.Fprintf(stderr, "verify: %v\n", err)
 		return exitUsage

@@ -31,6 +31,7 @@ export {
   verifyStandard,
   verifyStandardSignature,
   type StandardEvent,
+  type StandardKeys,
   type StandardVerifiedMessage,
   type StandardVerifyOptions,
 } from './standard.js';
