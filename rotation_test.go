@@ -256,3 +256,64 @@ func signEntry(t *testing.T, key string, r receipt) string {
 	}
 	return s.Sign(r.Header.Get("webhook-id"), ts, r.Body)
 }
+
+// TestSignatureSchemeChange: updating an endpoint's signature keeps the keys
+// the new scheme still uses, makes the missing ones, and lets the dropped
+// ones sign for the default overlap, so no receiver fails at the switch.
+func TestSignatureSchemeChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Engines()[0])
+	rc := newReceiver(t)
+	b.registerType("sig.change")
+	ep := b.endpoint(rc.URL, "sig.change")
+	n := 0
+	labels := func() (string, receipt) {
+		t.Helper()
+		b.publish("sig.change", `{}`)
+		n++
+		r := rc.waitFor(t, n, wait)[n-1]
+		var ls []string
+		for _, e := range strings.Fields(r.Header.Get("webhook-signature")) {
+			ls = append(ls, e[:strings.Index(e, ",")])
+		}
+		return strings.Join(ls, " "), r
+	}
+	patch := func(scheme string) signingOut {
+		t.Helper()
+		var out signingOut
+		b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]string{"signature": scheme}, &out)
+		return out
+	}
+
+	// hmac -> both: same secret, a new key pair, nothing old.
+	both := patch("both")
+	if both.Signature != "both" || !strings.HasPrefix(both.PublicKey, "whpk_") || both.Secret != "" || both.OldKeysExpireAt != nil {
+		t.Fatalf("hmac -> both answered %+v", both)
+	}
+	if got, r := labels(); got != "v1 v1a" || !b.accepts(t, r, ep.Secret) || !b.accepts(t, r, both.PublicKey) {
+		t.Fatalf("both signs %q", got)
+	}
+	// both -> ed25519: the secret keeps signing for 24 h.
+	ed := patch("ed25519")
+	if ed.PublicKey != both.PublicKey || ed.OldKeysExpireAt == nil || ed.OldKeysExpireAt.Sub(b.clock.Now().Add(24*time.Hour)).Abs() > 5*time.Second {
+		t.Fatalf("both -> ed25519 answered %+v", ed)
+	}
+	if got, r := labels(); got != "v1a v1" || !b.accepts(t, r, ep.Secret) {
+		t.Fatalf("during the switch to ed25519: %q", got)
+	}
+	b.clock.Advance(24*time.Hour + time.Minute)
+	if got, r := labels(); got != "v1a" || b.accepts(t, r, ep.Secret) || !b.accepts(t, r, ed.PublicKey) {
+		t.Fatalf("after the switch to ed25519: %q", got)
+	}
+	// ed25519 -> hmac: a new secret, shown in this answer only.
+	hm := patch("hmac")
+	if !strings.HasPrefix(hm.Secret, "whsec_") || hm.Secret == ep.Secret || hm.PublicKey != "" || len(hm.OldPublicKeys) != 1 {
+		t.Fatalf("ed25519 -> hmac answered %+v", hm)
+	}
+	if got, r := labels(); got != "v1 v1a" || !b.accepts(t, r, hm.Secret) || !b.accepts(t, r, ed.PublicKey) {
+		t.Fatalf("during the switch to hmac: %q", got)
+	}
+	if again := patch("hmac"); again.Secret != "" {
+		t.Fatalf("an update to the same scheme showed a secret: %+v", again)
+	}
+}
