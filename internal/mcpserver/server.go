@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 		Logger: quiet(log),
 		Instructions: "hookd delivers webhooks. Each tool is one operation of hookd's admin API (see /openapi.json). " +
 			"Errors come back as a tool error whose text is {\"error\":{\"code\",\"message\"}}. " +
-			"An endpoint's secret is shown only by webhooks.create and webhooks.rotate_secret.",
+			"An endpoint's secret is shown only by webhooks.create and webhooks.rotate_secret (and webhooks.update when it adds hmac to the signature); an ed25519 endpoint's public_key is in its record.",
 	})
 	for _, op := range cfg.Ops.Ops() {
 		t, err := Tool(op)
@@ -102,7 +102,7 @@ func Tool(op *ops.Op) (*mcp.Tool, error) {
 		return nil, fmt.Errorf("mcp tool %s output: %w", op.Name, err)
 	}
 	readOnly := op.Method == http.MethodGet
-	destructive := op.Method == http.MethodDelete || strings.HasSuffix(op.Name, ".revoke") || strings.HasSuffix(op.Name, ".rotate_secret")
+	destructive := op.Method == http.MethodDelete || strings.HasSuffix(op.Name, ".revoke") || strings.HasSuffix(op.Name, ".rotate_secret") || strings.HasSuffix(op.Name, ".expire_old_secrets")
 	return &mcp.Tool{
 		Name:         op.Name,
 		Description:  op.Summary,

@@ -26,7 +26,7 @@ const (
 )
 
 type RotateSecretIn struct {
-	ID string `json:"id" path:"id"`
+	ID string `json:"id" path:"id" jsonschema:"the endpoint id (ep_…)"`
 	// Overlap is how long the old key keeps signing beside the new one.
 	Overlap *Overlap `json:"overlap,omitempty" jsonschema:"how long deliveries carry the old key's signature too: a duration such as 24h, 90m or 7d, or 0 for none; default 24h, at most 7d (the kwork profile signs with one key: 0 only)"`
 }
