@@ -15,7 +15,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -110,7 +110,7 @@ func (rc *receiver) waitFor(t *testing.T, n int, d time.Duration) []receipt {
 // bundle is one running hookd with an admin key and a test clock.
 type bundle struct {
 	t     *testing.T
-	h     *hookd.Hookd
+	h     hookdtest.Hookd
 	api   *httptest.Server
 	key   string
 	clock *clock
@@ -158,11 +158,11 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 		_ = h.Stop(sctx)
 		h.Close()
 	})
-	k, err := h.Ops.CreateKey(ctx, "acme", owner.Admin)
+	key, err := h.CreateAPIKey(ctx, "acme", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, h: h, api: api, key: k.Secret, clock: clk}
+	return &bundle{t: t, h: hookdtest.Wrap(h), api: api, key: key, clock: clk}
 }
 
 // do sends a JSON request with the admin key and decodes the answer into out

@@ -1,312 +1,205 @@
-// Package hookd is hookd as a Go library: open it on your database, publish
-// events inside your own transactions (the transactional outbox: an event
-// exists if and only if your business change committed), run its delivery
-// workers, and mount its admin API in your own server.
+// Package hookd sends your application's events as signed webhooks, from
+// inside your application.
 //
-// The hookd binary (cmd/hookd) is a thin wrapper around this package.
+// You publish an event in the same database transaction as the business
+// change it reports (the transactional outbox): if the transaction rolls
+// back, nothing is sent; if it commits, hookd fans the event out to every
+// endpoint subscribed to its type, signs each request (Standard Webhooks),
+// retries failures with backoff, and tracks each endpoint's health. Its
+// admin API, MCP tools and OpenAPI document mount in your own HTTP server,
+// where the endpoints' owners manage their endpoints, secrets and
+// deliveries.
+//
+// hookd runs on PostgreSQL or SQLite, with River as its job engine. It can
+// open the database itself (Open), or share the pool or *sql.DB your
+// application already has (OpenPool, OpenDB). Its delivery workers run on
+// hookd's own River client (Config.Work), or on yours (AddWorkers and
+// UseRiver), so one River client runs every job of your application.
+//
+// The tasks, one example each:
+//
+//   - open hookd on your database: Open, OpenPool, OpenDB;
+//   - declare what you publish: Config.EventTypes;
+//   - publish inside your transaction: PublishTx;
+//   - run the workers on your River client: AddWorkers, UseRiver;
+//   - mount the API in your server under a prefix: Mount;
+//   - decide which events an endpoint may see: ScopeFunc;
+//   - give owners API keys: CreateAPIKey;
+//   - shut down: Stop, then Close.
+//
+// The hookd command (cmd/hookd) is this package behind flags.
 package hookd
 
 import (
-	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/netip"
 	"time"
 
-	"github.com/riverqueue/river"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
-	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/httpapi"
-	"github.com/hookd/hookd/internal/mcpserver"
-	"github.com/hookd/hookd/internal/openapi"
 	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/profile"
-	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
 )
 
-// Config configures a Hookd. Zero values are sensible defaults.
-type Config struct {
-	// Database is a postgres:// URL or an SQLite file path (default hookd.db).
-	Database string
-	// Schema puts hookd's and River's tables in this PostgreSQL schema.
-	Schema string
-	// MasterKey seals endpoint secrets at rest (32 bytes). Required.
-	MasterKey []byte
-	// EgressAllow opens address ranges the egress guard refuses by default
-	// (loopback, private, link-local…): for local development and tests.
-	EgressAllow []netip.Prefix
-	// Work runs the delivery workers in this process (false: API only).
-	Work bool
-	// Workers is how many deliveries run at once in this process (default 100).
-	Workers int
-	// FetchCooldown and FetchPollInterval tune how fast River picks up jobs.
-	// Defaults: on PostgreSQL, which also wakes River with LISTEN/NOTIFY, a
-	// 2 ms cooldown and a 200 ms poll; on SQLite, which has only the poll,
-	// 10 ms and 50 ms.
-	FetchCooldown     time.Duration
-	FetchPollInterval time.Duration
-	// RescueStuckJobsAfter hands jobs of a dead process to another after
-	// this long (default 1 minute; must exceed the 15 s job timeout).
-	RescueStuckJobsAfter time.Duration
-	// ScopeSource answers for endpoints attached to a scope source.
-	ScopeSource scope.Source
-	// Catalog registers event types shared by every owner, at start.
-	Catalog []event.Type
-	// Catalogs names more shared event types, loaded at start: each a
-	// built-in catalog ("standmeet": seed 000's 39 types) or the path of a
-	// YAML or JSON file (what `hookd serve --catalog` takes).
-	Catalogs []string
-	// DefaultProfile is the profile of owners created without one (standard).
-	DefaultProfile string
-	// Retention keeps finished deliveries and events this long (30 days).
-	Retention time.Duration
-	// Now is the clock (tests inject one).
-	Now func() time.Time
-	Log *slog.Logger
-	// Timings from the seeds, overridable so tests need not wait them out:
-	// the lease of a dead holder (20 s), the busy snooze (2 s), the job
-	// timeout (15 s) and the HTTP timeout inside it (10 s).
-	LeaseFor    time.Duration
-	BusySnooze  time.Duration
-	JobTimeout  time.Duration
-	HTTPTimeout time.Duration
-	// DrainMax bounds how many deliveries one lease holder sends in a row
-	// before it hands over to the next delivery's job (default 1000).
-	DrainMax int
-}
-
-// Hookd is a running (or ready to run) hookd.
+// Hookd is hookd opened on a database: ready to publish, to serve its API,
+// and (after Start, or on your River client) to deliver.
 type Hookd struct {
-	DB     *store.DB
-	Engine *delivery.Service
-	Ops    *ops.Service
-	Queue  store.Queue
-	API    *httpapi.Server
-	log    *slog.Logger
-	work   bool
+	cfg    Config
+	db     *store.DB
+	ownsDB bool // Close closes db (Open); not a pool or *sql.DB you passed
+	engine *delivery.Service
+	ops    *ops.Service
+	// queue is the River client hookd inserts its jobs with: its own (an
+	// insert-only one unless Config.Work), or yours after UseRiver.
+	queue     store.Queue
+	ownRiver  store.Queue // hookd's own client, started by Start when Work
+	api       *httpapi.Server
+	usesYours bool // UseRiver was called
 }
 
-// Open opens the database, applies migrations, loads the catalog and builds
-// the engine. Call Start to run the workers.
-func Open(ctx context.Context, cfg Config) (*Hookd, error) {
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+func init() {
+	parts.Of = func(h any) *parts.Parts {
+		x := h.(*Hookd)
+		return &parts.Parts{DB: x.db, Engine: x.engine, Ops: x.ops, Queue: x.queue, API: x.api}
 	}
+}
+
+// Open opens the database Config.Database names (a postgres:// URL or an
+// SQLite file path), applies hookd's and River's migrations, and registers
+// the event types. Call Start to run the workers, Close when done.
+func Open(ctx context.Context, cfg Config) (*Hookd, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
 	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}
-	h, err := New(ctx, db, cfg)
+	h, err := build(ctx, db, cfg)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	h.ownsDB = true
 	return h, nil
 }
 
-// New builds hookd on an open store (library mode: store.FromSQL or
-// store.FromPool wrap your own connection), migrating it first.
-func New(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+// OpenPool opens hookd on your PostgreSQL pool and migrates it: hookd's and
+// River's tables go where the pool's search_path says (set Config.Schema to
+// that schema's name when it is not the default). Publish with PublishTx
+// inside transactions on this pool. Close leaves the pool open.
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Hookd, error) {
+	if pool == nil {
+		return nil, errors.New("OpenPool: the pool is nil")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.DefaultProfile == "" {
-		cfg.DefaultProfile = profile.Standard{}.Name()
+	cfg = cfg.withDefaults()
+	return build(ctx, store.FromPool(pool, cfg.Schema, cfg.Log), cfg)
+}
+
+// OpenDB opens hookd on your SQLite database and migrates it. Open db with
+// OpenSQLite (or as it does: one connection, foreign keys on,
+// _txlock=immediate), and publish with PublishTx inside its transactions.
+// Close leaves db open.
+func OpenDB(ctx context.Context, db *sql.DB, cfg Config) (*Hookd, error) {
+	if db == nil {
+		return nil, errors.New("OpenDB: the *sql.DB is nil")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return build(ctx, store.FromSQL(db, cfg.Log), cfg.withDefaults())
+}
+
+// OpenSQLite opens an SQLite file the way hookd and River need it (one
+// connection, WAL, foreign keys, immediate transactions, a statement
+// cache), for your tables and hookd's alike. Pass it to OpenDB.
+func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
+	return store.OpenSQLite(ctx, path)
+}
+
+// build wires hookd on an open store, migrating it first; cfg has its
+// defaults.
+func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	sealer, err := endpoint.NewSealer(cfg.MasterKey)
 	if err != nil {
 		return nil, err
 	}
 	profiles := profile.Default()
-	if _, err := profiles.Get(cfg.DefaultProfile); err != nil {
-		return nil, err
-	}
 	if err := db.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	extra, err := event.LoadCatalogs(cfg.Catalogs)
-	if err != nil {
-		return nil, err
-	}
-	if err := loadCatalog(ctx, db, profiles, append(extra, cfg.Catalog...), cfg.Now()); err != nil {
+	if err := registerCatalog(ctx, db, profiles, cfg); err != nil {
 		return nil, err
 	}
 	engine := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
 		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
-		Scope:  scope.Predicate{Source: cfg.ScopeSource},
+		Scope:  scopePredicate(cfg.Scope),
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 	})
-	rc := riverConfig(cfg, engine, db.Engine)
-	queue, err := db.NewRiver(rc)
+	queue, err := db.NewRiver(riverConfig(cfg, engine, db.Engine))
 	if err != nil {
 		return nil, err
 	}
 	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
 	h := &Hookd{
-		DB: db, Engine: engine, Ops: opsSvc, Queue: queue,
-		API: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Extra: map[string]http.Handler{}},
-		log: cfg.Log, work: cfg.Work,
-	}
-	if err := h.mountProjections(); err != nil {
-		return nil, err
+		cfg: cfg, db: db, engine: engine, ops: opsSvc, queue: queue, ownRiver: queue,
+		api: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log},
 	}
 	return h, nil
 }
 
-// mountProjections mounts the ops' other projections beside REST: the MCP
-// tools over streamable HTTP at /mcp (same bearer keys) and the OpenAPI
-// document at GET /openapi.json.
-func (h *Hookd) mountProjections() error {
-	tools, err := mcpserver.New(mcpserver.Config{Ops: h.Ops, Log: h.log})
-	if err != nil {
-		return err
-	}
-	doc, err := openapi.Handler(h.Ops.Ops(), openapi.DefaultInfo)
-	if err != nil {
-		return err
-	}
-	h.API.Extra["/mcp"] = tools.Handler(h.API.Authenticate)
-	h.API.Extra["GET /openapi.json"] = doc
-	return nil
-}
-
-// drainFor is how long a lease holder's job may drain its endpoint past
-// one attempt's bound: up to 10 s, while the job's whole timeout stays
-// under half of River's stuck-job rescue (a draining job is never taken for
-// a dead one).
-func drainFor(cfg Config) time.Duration {
-	rescue := cmp.Or(cfg.RescueStuckJobsAfter, time.Minute)
-	d := min(10*time.Second, rescue/2-cmp.Or(cfg.JobTimeout, delivery.JobTimeout))
-	return max(d, 0)
-}
-
-func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.Config {
-	rc := &river.Config{
-		Logger:               cfg.Log.With("component", "river"),
-		JobTimeout:           cmp.Or(cfg.JobTimeout, delivery.JobTimeout),
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
-		FetchCooldown:        cfg.FetchCooldown,
-		FetchPollInterval:    cfg.FetchPollInterval,
-	}
-	if rc.RescueStuckJobsAfter == 0 {
-		rc.RescueStuckJobsAfter = time.Minute
-	}
-	if rc.FetchCooldown == 0 {
-		// Each job hop (publish → fanout → deliver) waits out up to one
-		// cooldown after River's insert notification; on PostgreSQL 2 ms
-		// halves the latency p99 at 200 events/s and costs no throughput
-		// (docs/performance.md). SQLite has no notifications: the poll
-		// rules there, and a shorter cooldown changed nothing.
-		rc.FetchCooldown = map[bool]time.Duration{true: 2 * time.Millisecond, false: 10 * time.Millisecond}[eng == store.Postgres]
-	}
-	if rc.FetchPollInterval == 0 {
-		// A job inserted in a transaction (all of hookd's) wakes River only
-		// through LISTEN/NOTIFY; on SQLite the poll is all there is, and on
-		// one in-process connection it costs a few cheap queries a second.
-		rc.FetchPollInterval = map[bool]time.Duration{true: 200 * time.Millisecond, false: 50 * time.Millisecond}[eng == store.Postgres]
-	}
-	if !cfg.Work {
-		return rc // insert-only client: an API node
-	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = 100
-	}
-	rc.Workers = river.NewWorkers()
-	engine.Register(rc.Workers)
-	rc.Queues = map[string]river.QueueConfig{
-		delivery.QueueFanout:  {MaxWorkers: max(4, workers/10)},
-		delivery.QueueDeliver: {MaxWorkers: workers},
-	}
-	rc.PeriodicJobs = engine.PeriodicJobs()
-	return rc
-}
-
-// loadCatalog makes the shared catalog exactly extra (offered to every
-// owner) plus each profile's own types (offered to that profile's owners
-// only), which win over extra on a name: a profile's test event stays its
-// own. Types a previous start shared and this one does not are removed.
-func loadCatalog(ctx context.Context, db *store.DB, profiles *profile.Registry, extra []event.Type, now time.Time) error {
-	byName := map[string]event.Type{}
-	var names []string
-	put := func(t event.Type, prof string) error {
-		if err := event.ValidateTypeName(t.Name); err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		exp, err := event.ParseExposure(string(t.Exposure))
-		if err != nil {
-			return fmt.Errorf("catalog %s: %w", t.Name, err)
-		}
-		if _, seen := byName[t.Name]; !seen {
-			names = append(names, t.Name)
-		}
-		t.OwnerID, t.Exposure, t.Profile, t.CreatedAt = "", exp, prof, now.UTC()
-		byName[t.Name] = t
-		return nil
-	}
-	for _, t := range extra {
-		if err := put(t, ""); err != nil {
-			return err
-		}
-	}
-	for _, p := range profiles.All() {
-		for _, t := range p.Catalog() {
-			if err := put(t, p.Name()); err != nil {
-				return err
-			}
-		}
-	}
-	return db.InTx(ctx, func(q *store.Q) error {
-		for _, n := range names {
-			t := byName[n]
-			if err := q.PutEventType(ctx, &t); err != nil {
-				return err
-			}
-		}
-		return q.KeepSharedEventTypes(ctx, names)
-	})
-}
-
-// Start runs River (the workers, when Config.Work). It returns at once.
-// Cancelling ctx later does not stop the workers (River would hard-stop on
-// it, cancelling in-flight deliveries); call Stop for a graceful stop.
+// Start runs hookd's own River client with the delivery workers, when
+// Config.Work; otherwise it does nothing. It returns at once. Cancelling
+// ctx later does not stop the workers (River would hard-stop on it,
+// cancelling deliveries in flight); call Stop for a graceful stop.
 func (h *Hookd) Start(ctx context.Context) error {
-	if !h.work {
+	if !h.cfg.Work {
 		return nil
 	}
-	return h.Queue.Start(context.WithoutCancel(ctx))
+	return h.ownRiver.Start(context.WithoutCancel(ctx))
 }
 
-// Stop stops fetching new jobs and waits for in-flight deliveries until ctx
-// ends; then cancels what is left (those jobs are retried later).
+// Stop stops fetching new jobs and waits for deliveries in flight until
+// ctx ends, then cancels what is left (River retries those jobs later).
+// Stop your own River client yourself when it runs hookd's workers.
 func (h *Hookd) Stop(ctx context.Context) error {
-	if !h.work {
+	if !h.cfg.Work {
 		return nil
 	}
-	err := h.Queue.Stop(ctx)
+	err := h.ownRiver.Stop(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return h.Queue.StopAndCancel(hard)
+		return h.ownRiver.StopAndCancel(hard)
 	}
 	return err
 }
 
-// Close closes the database (after Stop).
-func (h *Hookd) Close() error { return h.DB.Close() }
+// Close closes the database hookd opened (after Stop). A pool or *sql.DB
+// given to OpenPool or OpenDB stays open: it is yours.
+func (h *Hookd) Close() error {
+	if !h.ownsDB {
+		return nil
+	}
+	if err := h.db.Close(); err != nil {
+		return fmt.Errorf("close hookd's database: %w", err)
+	}
+	return nil
+}
 
-// Handler is the admin and publish API (mount it in your own server).
-func (h *Hookd) Handler() http.Handler { return h.API.Handler() }
+func (h *Hookd) now() time.Time { return h.cfg.Now() }

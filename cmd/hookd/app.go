@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/parts"
 )
 
-// hookdApp is hookd opened for a one-shot admin command.
-type hookdApp struct{ *hookd.Hookd }
+// hookdApp is hookd opened for a one-shot admin command, its parts at hand.
+type hookdApp struct {
+	*hookd.Hookd
+	*parts.Parts
+}
 
 func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, error) {
 	cfg, err := f.config(log)
@@ -20,7 +24,7 @@ func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, erro
 	if err != nil {
 		return nil, err
 	}
-	return &hookdApp{h}, nil
+	return &hookdApp{h, parts.Of(h)}, nil
 }
 
 func (a *hookdApp) now() int64 { return time.Now().UnixMicro() }

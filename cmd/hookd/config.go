@@ -26,7 +26,7 @@ type dbFlags struct {
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.db, "db", envOr("HOOKD_DATABASE", "hookd.db"), "SQLite file or postgres:// URL (env HOOKD_DATABASE)")
+	fs.StringVar(&f.db, "db", envOr("HOOKD_DATABASE", hookd.DefaultDatabase), "SQLite file or postgres:// URL (env HOOKD_DATABASE)")
 	fs.StringVar(&f.schema, "schema", os.Getenv("HOOKD_SCHEMA"), "PostgreSQL schema for hookd's tables (env HOOKD_SCHEMA)")
 	fs.StringVar(&f.masterKeyFile, "master-key-file", os.Getenv("HOOKD_MASTER_KEY_FILE"), "file holding the master key; default hookd.key beside the SQLite file (env HOOKD_MASTER_KEY_FILE; HOOKD_MASTER_KEY holds the key itself)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("HOOKD_LOG_LEVEL", "info"), "debug, info, warn or error (env HOOKD_LOG_LEVEL)")

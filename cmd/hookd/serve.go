@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/parts"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,13 +26,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: seed 000's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
-	workers := fs.Int("workers", 100, "deliveries in flight at once in this process")
+	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
-	rescue := fs.Duration("rescue-after", time.Minute, "hand a dead process's running deliveries to another after this long (> 15s)")
-	leaseFor := fs.Duration("lease-for", 20*time.Second, "how long a dead process's endpoint lease blocks others (> the job timeout)")
-	jobTimeout := fs.Duration("job-timeout", 15*time.Second, "bound on one delivery attempt")
-	httpTimeout := fs.Duration("http-timeout", 10*time.Second, "HTTP timeout of one delivery (inside the job timeout)")
-	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", "standard"), "profile of owners created implicitly")
+	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")
+	leaseFor := fs.Duration("lease-for", hookd.DefaultLeaseFor, "how long a dead process's endpoint lease blocks others (> the job timeout)")
+	jobTimeout := fs.Duration("job-timeout", hookd.DefaultJobTimeout, "bound on one delivery attempt")
+	httpTimeout := fs.Duration("http-timeout", hookd.DefaultHTTPTimeout, "HTTP timeout of one delivery (inside the job timeout)")
+	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -59,8 +60,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.RescueStuckJobsAfter = *rescue
 	cfg.DefaultProfile = *profileName
 	cfg.LeaseFor, cfg.JobTimeout, cfg.HTTPTimeout = *leaseFor, *jobTimeout, *httpTimeout
-	if *httpTimeout >= *jobTimeout || *jobTimeout >= *leaseFor || *jobTimeout >= *rescue {
-		return fmt.Errorf("timeouts must nest: --http-timeout (%s) < --job-timeout (%s) < --lease-for (%s) and --rescue-after (%s)", *httpTimeout, *jobTimeout, *leaseFor, *rescue)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 
 	h, err := hookd.Open(ctx, cfg)
@@ -68,6 +69,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer h.Close()
+	engine := parts.Of(h).DB.Engine
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
@@ -81,11 +83,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		srv = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.Serve(ln) }()
-		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, h.DB.Engine)
+		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, engine)
 	} else {
-		fmt.Fprintf(stdout, "hookd worker running (%s)\n", h.DB.Engine)
+		fmt.Fprintf(stdout, "hookd worker running (%s)\n", engine)
 	}
-	log.Info("hookd started", "role", *role, "engine", h.DB.Engine, "db", f.db)
+	log.Info("hookd started", "role", *role, "engine", engine, "db", f.db)
 
 	select {
 	case <-ctx.Done():

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd"
-	"github.com/hookd/hookd/internal/owner"
 )
 
 // target is the hookd under measurement: its API URL, how to read its peak
@@ -62,14 +61,14 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 func createOwners(ctx context.Context, h *hookd.Hookd, p *plan) error {
 	p.keys = make([]string, p.owners)
 	for k := range p.owners {
-		if _, err := h.Ops.CreateOwner(ctx, p.ownerID(k), p.profile, p.ownerAttrs(k)); err != nil {
+		if err := h.CreateOwner(ctx, p.ownerID(k), p.profile, p.ownerAttrs(k)); err != nil {
 			return fmt.Errorf("create owner: %w", err)
 		}
-		nk, err := h.Ops.CreateKey(ctx, p.ownerID(k), owner.Admin)
+		secret, err := h.CreateAPIKey(ctx, p.ownerID(k), "admin")
 		if err != nil {
 			return fmt.Errorf("create key: %w", err)
 		}
-		p.keys[k] = nk.Secret
+		p.keys[k] = secret
 	}
 	return nil
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/parts"
 )
 
 // waitLimit only bounds a broken test; every wait ends on a signal.
@@ -32,7 +34,7 @@ const waitLimit = 15 * time.Second
 // his own, a published event and its delivery.
 type world struct {
 	t        *testing.T
-	h        *hookd.Hookd
+	h        hookdtest.Hookd
 	api      *httptest.Server
 	receiver *httptest.Server
 	received chan struct{}
@@ -60,7 +62,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, h: h, keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: h.Ops.Ops(), received: make(chan struct{}, 100)}
+	w := &world{t: t, h: hookdtest.Wrap(h), keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: parts.Of(h).Ops.Ops(), received: make(chan struct{}, 100)}
 	w.api = httptest.NewServer(h.Handler())
 	w.receiver = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

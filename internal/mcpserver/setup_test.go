@@ -18,9 +18,11 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/parts"
 )
 
 // waitLimit only bounds a broken test; every wait ends on a signal.
@@ -29,7 +31,7 @@ const waitLimit = 15 * time.Second
 // bundle is one running hookd, served over HTTP, with a receiver.
 type bundle struct {
 	t        *testing.T
-	h        *hookd.Hookd
+	h        hookdtest.Hookd
 	api      *httptest.Server
 	tools    *mcpserver.Server
 	received chan []byte // every POST the receiver gets
@@ -59,11 +61,11 @@ func setup(t *testing.T, eng dbtest.Engine) *bundle {
 	if err := h.Start(ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	tools, err := mcpserver.New(mcpserver.Config{Ops: h.Ops, Log: log})
+	tools, err := mcpserver.New(mcpserver.Config{Ops: parts.Of(h).Ops, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, h: h, tools: tools, logs: logs, received: make(chan []byte, 100)}
+	b := &bundle{t: t, h: hookdtest.Wrap(h), tools: tools, logs: logs, received: make(chan []byte, 100)}
 	b.api = httptest.NewServer(h.Handler())
 	b.receiver = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

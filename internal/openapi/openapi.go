@@ -113,9 +113,16 @@ func Build(list []*ops.Op, info Info) (*Document, error) {
 type Document struct {
 	OpenAPI    string                    `json:"openapi"`
 	Info       Info                      `json:"info"`
+	Servers    []Server                  `json:"servers,omitempty"`
 	Security   []map[string][]string     `json:"security"`
 	Paths      map[string]map[string]any `json:"paths"`
 	Components map[string]any            `json:"components"`
+}
+
+// Server is where the API is served, when not at the root of the host
+// serving the document (hookd mounted under a prefix).
+type Server struct {
+	URL string `json:"url"`
 }
 
 // JSON returns the document as indented JSON (stable: map keys sorted,
@@ -125,22 +132,35 @@ func JSON(list []*ops.Op, info Info) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
+	return doc.JSON()
+}
+
+// JSON returns d as indented JSON.
+func (d *Document) JSON() ([]byte, error) {
+	out, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append(out, '\n'), nil
 }
 
-// Handler serves the document of list (GET /openapi.json), built once.
-func Handler(list []*ops.Op, info Info) (http.Handler, error) {
-	doc, err := JSON(list, info)
+// Handler serves the document of list (GET /openapi.json), built once;
+// served under a prefix, its servers entry names it (e.g. "/webhooks").
+func Handler(list []*ops.Op, info Info, prefix string) (http.Handler, error) {
+	doc, err := Build(list, info)
+	if err != nil {
+		return nil, err
+	}
+	if prefix != "" {
+		doc.Servers = []Server{{URL: prefix}}
+	}
+	body, err := doc.JSON()
 	if err != nil {
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(doc)
+		_, _ = w.Write(body)
 	}), nil
 }
 

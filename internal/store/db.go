@@ -88,9 +88,19 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 }
 
 func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
-	// WAL for concurrent readers of the file (e.g. `hookd apikey create`
-	// while serving), immediate transactions so writers queue instead of
-	// failing, foreign keys for cascades.
+	sqlDB, err := OpenSQLite(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return newSQLiteDB(sqlDB, path, log), nil
+}
+
+// OpenSQLite opens the SQLite file at path the way hookd and River need it:
+// one connection (River's SQLite driver requires it), WAL for concurrent
+// readers of the file (e.g. `hookd apikey create` while serving), immediate
+// transactions so writers queue instead of failing, foreign keys for
+// cascades, and a per-connection statement cache (CachingSQLiteDriver).
+func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	sqlDB, err := sql.Open(CachingSQLiteDriver, dsn)
 	if err != nil {
@@ -103,7 +113,7 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 		sqlDB.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return newSQLiteDB(sqlDB, path, log), nil
+	return sqlDB, nil
 }
 
 // urlHasParam reports whether a postgres:// URL sets query parameter name.

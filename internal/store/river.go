@@ -103,3 +103,30 @@ func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, n
 	}
 	return nil
 }
+
+// UseRiver makes client, the application's own River client on this
+// database, the one hookd inserts its jobs with and reads them back from
+// (library mode: no second client runs). It must be a
+// *river.Client[pgx.Tx] on PostgreSQL or a *river.Client[*sql.Tx] on
+// SQLite.
+func (db *DB) UseRiver(client any) (Queue, error) {
+	var q queue
+	switch c := client.(type) {
+	case *river.Client[pgx.Tx]:
+		if db.Engine != Postgres {
+			return nil, errors.New("a River client on pgx was given, but hookd runs on SQLite: pass your *river.Client[*sql.Tx] (riversqlite)")
+		}
+		q = riverQueue[pgx.Tx]{c}
+	case *river.Client[*sql.Tx]:
+		if db.Engine != SQLite {
+			return nil, errors.New("a River client on database/sql was given, but hookd runs on PostgreSQL: pass your *river.Client[pgx.Tx] (riverpgxv5)")
+		}
+		q = riverQueue[*sql.Tx]{c}
+	case nil:
+		return nil, errors.New("no River client given")
+	default:
+		return nil, fmt.Errorf("unsupported River client %T: pass a *river.Client[pgx.Tx] (PostgreSQL) or *river.Client[*sql.Tx] (SQLite)", client)
+	}
+	db.queue = q
+	return q, nil
+}

@@ -1,0 +1,211 @@
+package hookd
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/profile"
+)
+
+// The defaults of Config's fields, shared with the hookd command's flags.
+// The timeouts nest: an HTTP request ends inside its job's timeout, and a
+// job ends before its endpoint's lease or River's stuck-job rescue could
+// hand the endpoint to another process.
+const (
+	DefaultDatabase             = "hookd.db"
+	DefaultProfile              = "standard"
+	DefaultWorkers              = 100
+	DefaultHTTPTimeout          = 10 * time.Second
+	DefaultJobTimeout           = 15 * time.Second
+	DefaultLeaseFor             = 20 * time.Second
+	DefaultRescueStuckJobsAfter = time.Minute
+	DefaultBusySnooze           = 2 * time.Second
+	DefaultRetention            = 30 * 24 * time.Hour
+	DefaultDrainMax             = 1000
+)
+
+// Config configures a Hookd. The zero value of every field but MasterKey
+// means its default.
+type Config struct {
+	// Database is a postgres:// URL or an SQLite file path (DefaultDatabase).
+	// OpenPool and OpenDB ignore it.
+	Database string
+	// Schema puts hookd's and River's tables in this PostgreSQL schema
+	// (empty: the connection's search_path).
+	Schema string
+	// MasterKey seals endpoint secrets at rest: 32 bytes, required. Keep it
+	// outside the database (hookd's command reads HOOKD_MASTER_KEY or a key
+	// file).
+	MasterKey []byte
+	// EgressAllow lets deliveries reach address ranges that are refused by
+	// default (loopback, private, link-local…): for local development and
+	// tests, e.g. 127.0.0.1/32.
+	EgressAllow []netip.Prefix
+
+	// Work runs the delivery workers on hookd's own River client, started
+	// by Start. Leave it false in an API-only process, and when your own
+	// River client runs hookd's workers (see AddWorkers).
+	Work bool
+	// Workers is how many deliveries run at once in this process
+	// (DefaultWorkers).
+	Workers int
+
+	// EventTypes are offered to every owner, beside the types the profiles
+	// bring (webhook.test, open.ping…). They are registered at Open; a
+	// shared type no longer declared is removed.
+	EventTypes []EventType
+	// Catalogs names more shared event types: each a built-in catalog
+	// ("standmeet": a content platform's 39 types) or the path of a YAML or
+	// JSON file of {name, exposure, scoped, description} (what `hookd serve
+	// --catalog` takes).
+	Catalogs []string
+	// Scope admits events of scoped types to endpoints attached to a scope
+	// source. Nil admits nothing to them; endpoints without one see the
+	// published slice.
+	Scope ScopeFunc
+	// DefaultProfile is the wire contract of owners created without one:
+	// "standard" (Standard Webhooks, DefaultProfile) or "kwork".
+	DefaultProfile string
+	// Retention keeps finished deliveries and events this long
+	// (DefaultRetention).
+	Retention time.Duration
+
+	// The timeouts, which must nest: HTTPTimeout < JobTimeout < LeaseFor,
+	// and JobTimeout < RescueStuckJobsAfter (Validate checks it).
+	//
+	// HTTPTimeout bounds one delivery's request (DefaultHTTPTimeout).
+	HTTPTimeout time.Duration
+	// JobTimeout bounds one delivery attempt (DefaultJobTimeout).
+	JobTimeout time.Duration
+	// LeaseFor is how long a dead process's endpoint lease blocks others,
+	// and how long deliveries deferred behind a busy endpoint wait
+	// (DefaultLeaseFor).
+	LeaseFor time.Duration
+	// RescueStuckJobsAfter hands the running jobs of a dead process to
+	// another after this long (DefaultRescueStuckJobsAfter).
+	RescueStuckJobsAfter time.Duration
+
+	// Tuning; the defaults suit most loads.
+	//
+	// BusySnooze is how long a delivery to a busy endpoint waits before it
+	// tries again, spending no attempt (DefaultBusySnooze).
+	BusySnooze time.Duration
+	// DrainMax bounds how many deliveries one lease holder sends in a row
+	// before it hands the endpoint over (DefaultDrainMax).
+	DrainMax int
+	// FetchCooldown and FetchPollInterval tune how fast River picks up jobs.
+	// Defaults: on PostgreSQL, which also wakes River with LISTEN/NOTIFY, a
+	// 2 ms cooldown and a 200 ms poll; on SQLite, which has only the poll,
+	// 10 ms and 50 ms.
+	FetchCooldown     time.Duration
+	FetchPollInterval time.Duration
+
+	// Now is the clock (nil: time.Now); tests inject one.
+	Now func() time.Time
+	// Log receives hookd's and its River client's logs (nil: discarded).
+	Log *slog.Logger
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	c.Database = cmp.Or(c.Database, DefaultDatabase)
+	c.DefaultProfile = cmp.Or(c.DefaultProfile, DefaultProfile)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, DefaultHTTPTimeout)
+	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
+	c.LeaseFor = cmp.Or(c.LeaseFor, DefaultLeaseFor)
+	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	c.BusySnooze = cmp.Or(c.BusySnooze, DefaultBusySnooze)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.DrainMax = cmp.Or(c.DrainMax, DefaultDrainMax)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first setting Open would refuse, with the hookd
+// command's flag in parentheses: a missing or short master key, a negative
+// duration or count, timeouts that do not nest, an unknown default
+// profile, or an invalid event type. Zero fields are checked as their
+// defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if len(c.MasterKey) != 32 {
+		return fmt.Errorf("master key is %d bytes, want 32 (HOOKD_MASTER_KEY or --master-key-file)", len(c.MasterKey))
+	}
+	for _, d := range []struct {
+		name, flag string
+		v          time.Duration
+	}{
+		{"HTTPTimeout", "--http-timeout", c.HTTPTimeout},
+		{"JobTimeout", "--job-timeout", c.JobTimeout},
+		{"LeaseFor", "--lease-for", c.LeaseFor},
+		{"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter},
+		{"BusySnooze", "", c.BusySnooze},
+		{"Retention", "", c.Retention},
+		{"FetchCooldown", "", c.FetchCooldown},
+		{"FetchPollInterval", "", c.FetchPollInterval},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s %s is negative; use a positive duration or 0 for the default", label(d.name, d.flag), d.v)
+		}
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for %d", label("Workers", "--workers"), c.Workers, DefaultWorkers)
+	}
+	if c.DrainMax < 0 {
+		return fmt.Errorf("DrainMax %d is negative; use at least 1, or 0 for %d", c.DrainMax, DefaultDrainMax)
+	}
+	if err := c.validateTimeouts(); err != nil {
+		return err
+	}
+	if _, err := profile.Default().Get(c.DefaultProfile); err != nil {
+		return fmt.Errorf("%s: %w", label("DefaultProfile", "--default-profile"), err)
+	}
+	for i, t := range c.EventTypes {
+		if err := event.ValidateTypeName(t.Name); err != nil {
+			return fmt.Errorf("EventTypes[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validateTimeouts: an HTTP request ends inside its job, and the job ends
+// before its endpoint's lease runs out and before River takes it for a
+// dead process's.
+func (c Config) validateTimeouts() error {
+	type limit struct {
+		name, flag string
+		v          time.Duration
+	}
+	request := limit{"HTTPTimeout", "--http-timeout", c.HTTPTimeout}
+	job := limit{"JobTimeout", "--job-timeout", c.JobTimeout}
+	for _, pair := range [][2]limit{
+		{request, job},
+		{job, {"LeaseFor", "--lease-for", c.LeaseFor}},
+		{job, {"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter}},
+	} {
+		lo, hi := pair[0], pair[1]
+		if lo.v >= hi.v {
+			return fmt.Errorf("timeouts must nest: %s %s must be shorter than %s %s (http timeout < job timeout < lease and rescue)",
+				label(lo.name, lo.flag), lo.v, label(hi.name, hi.flag), hi.v)
+		}
+	}
+	return nil
+}
+
+// label names a setting both ways: the Config field and the command's flag.
+func label(field, flag string) string {
+	if flag == "" {
+		return field
+	}
+	return field + " (" + flag + ")"
+}

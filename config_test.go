@@ -1,0 +1,54 @@
+package hookd_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd"
+)
+
+// TestConfigValidate: every bad combination is refused with a message that
+// names the setting both ways (field and flag), and Open refuses it too.
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	key := bytes.Repeat([]byte{7}, 32)
+	cases := []struct {
+		name string
+		cfg  hookd.Config
+		want string // "" = valid
+	}{
+		{"defaults", hookd.Config{MasterKey: key}, ""},
+		{"no master key", hookd.Config{}, "master key is 0 bytes, want 32"},
+		{"http above job", hookd.Config{MasterKey: key, HTTPTimeout: 20 * time.Second}, "HTTPTimeout (--http-timeout) 20s must be shorter than JobTimeout (--job-timeout) 15s"},
+		{"http equals job", hookd.Config{MasterKey: key, HTTPTimeout: 15 * time.Second}, "HTTPTimeout (--http-timeout) 15s must be shorter than JobTimeout (--job-timeout) 15s"},
+		{"job above lease", hookd.Config{MasterKey: key, JobTimeout: 25 * time.Second}, "JobTimeout (--job-timeout) 25s must be shorter than LeaseFor (--lease-for) 20s"},
+		{"job above rescue", hookd.Config{MasterKey: key, JobTimeout: 15 * time.Second, LeaseFor: 2 * time.Minute, RescueStuckJobsAfter: 10 * time.Second}, "JobTimeout (--job-timeout) 15s must be shorter than RescueStuckJobsAfter (--rescue-after) 10s"},
+		{"short nest ok", hookd.Config{MasterKey: key, HTTPTimeout: time.Second, JobTimeout: 2 * time.Second, LeaseFor: 3 * time.Second, RescueStuckJobsAfter: 3 * time.Second}, ""},
+		{"negative", hookd.Config{MasterKey: key, BusySnooze: -time.Second}, "BusySnooze -1s is negative"},
+		{"negative workers", hookd.Config{MasterKey: key, Workers: -1}, "Workers (--workers) -1 is negative"},
+		{"unknown profile", hookd.Config{MasterKey: key, DefaultProfile: "svix"}, "DefaultProfile (--default-profile)"},
+		{"bad type", hookd.Config{MasterKey: key, EventTypes: []hookd.EventType{{Name: "Order Created"}}}, `event type "Order Created" is not valid`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate()
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate = %v, want it to say %q", err, c.want)
+			}
+			c.cfg.Database = filepath.Join(t.TempDir(), "hookd.db")
+			if _, err := hookd.Open(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open = %v, want the same refusal", err)
+			}
+		})
+	}
+}

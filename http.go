@@ -1,0 +1,67 @@
+package hookd
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hookd/hookd/internal/mcpserver"
+	"github.com/hookd/hookd/internal/openapi"
+)
+
+// Handler serves hookd's HTTP API at the root of a server of its own: the
+// admin and publish API under /api/, the MCP tools over streamable HTTP at
+// /mcp, the OpenAPI document at /openapi.json, and the task page at
+// /admin/tasks. Every route but the document authenticates with an API key
+// (Authorization: Bearer, see CreateAPIKey). To serve it inside your own
+// server, under a path of your choice, use Mount.
+func (h *Hookd) Handler() http.Handler {
+	handler, err := h.handler("")
+	if err != nil {
+		// The projections are built from hookd's own declarations: a
+		// failure is a bug of hookd's, caught by its tests.
+		panic(fmt.Sprintf("hookd: build the HTTP handler: %v", err))
+	}
+	return handler
+}
+
+// Mount serves Handler's routes on mux under prefix: with "/webhooks", the
+// API at /webhooks/api/admin/…, MCP at /webhooks/mcp, the OpenAPI document
+// at /webhooks/openapi.json (its servers entry says /webhooks). prefix ""
+// mounts at the root.
+func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error {
+	prefix = strings.TrimRight(prefix, "/")
+	if prefix != "" && !strings.HasPrefix(prefix, "/") {
+		return fmt.Errorf("Mount: prefix %q must start with /, e.g. /webhooks", prefix)
+	}
+	handler, err := h.handler(prefix)
+	if err != nil {
+		return fmt.Errorf("Mount: %w", err)
+	}
+	if prefix == "" {
+		mux.Handle("/", handler)
+		return nil
+	}
+	mux.Handle(prefix+"/", http.StripPrefix(prefix, handler))
+	return nil
+}
+
+// handler is every projection of the ops on one mux, for a server that
+// reaches it under prefix. The console, once it lands, mounts here too
+// (its links need the prefix).
+func (h *Hookd) handler(prefix string) (http.Handler, error) {
+	tools, err := mcpserver.New(mcpserver.Config{Ops: h.ops, Log: h.cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openapi.Handler(h.ops.Ops(), openapi.DefaultInfo, prefix)
+	if err != nil {
+		return nil, err
+	}
+	api := *h.api
+	api.Extra = map[string]http.Handler{
+		"/mcp":              tools.Handler(h.api.Authenticate),
+		"GET /openapi.json": doc,
+	}
+	return api.Handler(), nil
+}
