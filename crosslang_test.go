@@ -2,7 +2,6 @@ package hookd_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -13,16 +12,14 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/webhook"
 )
 
-// TestCrossLanguageVerify: hookd delivers a real event in each profile, and
-// both the Go SDK and the TypeScript SDK (a node subprocess on the built
-// package) verify exactly what arrived.
-func TestCrossLanguageVerify(t *testing.T) {
-	t.Parallel()
-	script := filepath.Join("sdk", "typescript", "test", "verify-stdin.mjs")
+// tsVerifier returns node and the TypeScript SDK's verify-stdin script, or
+// skips the test when the SDK is not built (fails in CI, where it must be).
+func tsVerifier(t *testing.T) (node, script string) {
+	t.Helper()
+	script = filepath.Join("sdk", "typescript", "test", "verify-stdin.mjs")
 	if _, err := os.Stat(filepath.Join("sdk", "typescript", "dist", "esm", "index.js")); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the TypeScript SDK is not built; `make test` builds it before the Go tests")
@@ -33,22 +30,22 @@ func TestCrossLanguageVerify(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node not found: %v", err)
 	}
+	return node, script
+}
+
+// TestCrossLanguageVerify: hookd delivers a real event in each profile, and
+// both the Go SDK and the TypeScript SDK (a node subprocess on the built
+// package) verify exactly what arrived.
+func TestCrossLanguageVerify(t *testing.T) {
+	t.Parallel()
+	node, script := tsVerifier(t)
 	b := setup(t, dbtest.Engines()[0])
-	ctx := context.Background()
 	rc := newReceiver(t)
 
 	// standard owner "acme" (from setup) and a kwork owner "shop".
 	b.registerType("invoice.paid")
 	std := b.endpoint(rc.URL+"/standard", "invoice.*")
-	if _, err := b.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "live", "app_kind": "integration", "api_version": "2026-10-28"}); err != nil {
-		t.Fatal(err)
-	}
-	k, err := b.h.Ops.CreateKey(ctx, "shop", owner.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shop := *b
-	shop.key = k.Secret
+	shop := b.kworkOwner("shop", shopApp)
 	shop.registerType("invoice.paid")
 	kw := shop.endpoint(rc.URL+"/kwork", "invoice.*")
 
@@ -128,17 +125,7 @@ process.stdout.write(JSON.stringify(out));
 // and node:crypto following the spec; a tampered body fails all three.
 func TestCrossLanguageEd25519(t *testing.T) {
 	t.Parallel()
-	script := filepath.Join("sdk", "typescript", "test", "verify-stdin.mjs")
-	if _, err := os.Stat(filepath.Join("sdk", "typescript", "dist", "esm", "index.js")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the TypeScript SDK is not built; `make test` builds it before the Go tests")
-		}
-		t.Skip("TypeScript SDK not built: run `make ts-build` (make test does) to include the cross-language check")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node not found: %v", err)
-	}
+	node, script := tsVerifier(t)
 	b := setup(t, dbtest.Engines()[0])
 	rc := newReceiver(t)
 	b.registerType("invoice.paid")

@@ -1,7 +1,6 @@
 package hookd_test
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -217,16 +215,7 @@ func TestRotationBadInput(t *testing.T) {
 	verify(t, ep.Secret, rc.waitFor(t, 1, wait)[0])
 
 	// kwork signs with one key: no overlap, no Ed25519.
-	ctx := context.Background()
-	if _, err := b.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "live", "app_kind": "integration", "api_version": "2026-10-28"}); err != nil {
-		t.Fatal(err)
-	}
-	k, err := b.h.Ops.CreateKey(ctx, "shop", owner.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shop := *b
-	shop.key = k.Secret
+	shop := b.kworkOwner("shop", shopApp)
 	shop.registerType("rot.bad")
 	kw := shop.endpoint(rc.URL, "rot.bad")
 	var raw map[string]any

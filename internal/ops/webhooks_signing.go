@@ -182,6 +182,32 @@ func (s *Service) changeScheme(prof profile.Profile, e *endpoint.Endpoint, schem
 	return shown, s.setKeys(e, keys.Rotate(next, now, overlap), now)
 }
 
+// rekey replaces the keys of one of p's endpoints with what change makes of
+// them at now, in one transaction, and returns the endpoint as written.
+func (s *Service) rekey(ctx context.Context, p Principal, id string, change func(keys endpoint.Keys, now time.Time) (endpoint.Keys, error)) (*endpoint.Endpoint, error) {
+	var out *endpoint.Endpoint
+	err := s.DB.InTx(ctx, func(q *store.Q) error {
+		e, err := q.GetEndpoint(ctx, p.OwnerID, id)
+		if err != nil {
+			return err
+		}
+		keys, err := s.openKeys(e)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if keys, err = change(keys, now); err != nil {
+			return err
+		}
+		if err := s.setKeys(e, keys, now); err != nil {
+			return err
+		}
+		out = e
+		return q.UpdateEndpoint(ctx, e)
+	})
+	return out, err
+}
+
 func (s *Service) rotateSecret(ctx context.Context, p Principal, in *RotateSecretIn) (*EndpointView, error) {
 	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
 	if err != nil {
@@ -191,54 +217,27 @@ func (s *Service) rotateSecret(ctx context.Context, p Principal, in *RotateSecre
 	if err != nil {
 		return nil, err
 	}
-	var out *endpoint.Endpoint
 	var next endpoint.KeySet
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
-		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
-		if err != nil {
-			return err
-		}
-		keys, err := s.openKeys(e)
-		if err != nil {
-			return err
-		}
+	e, err := s.rekey(ctx, p, in.ID, func(keys endpoint.Keys, now time.Time) (endpoint.Keys, error) {
 		if next, err = profile.NewKeys(prof, keys.Current.Scheme()); err != nil {
-			return err
+			return keys, err
 		}
-		now := s.now()
-		if err := s.setKeys(e, keys.Rotate(next, now, overlap), now); err != nil {
-			return err
-		}
-		out = e
-		return q.UpdateEndpoint(ctx, e)
+		return keys.Rotate(next, now, overlap), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	v := s.view(out)
+	v := s.view(e)
 	v.Secret = next.Secret
 	return v, nil
 }
 
 func (s *Service) expireOldSecrets(ctx context.Context, p Principal, in *EndpointRef) (*EndpointView, error) {
-	var out *endpoint.Endpoint
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
-		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
-		if err != nil {
-			return err
-		}
-		keys, err := s.openKeys(e)
-		if err != nil {
-			return err
-		}
-		if err := s.setKeys(e, keys.ExpireOld(), s.now()); err != nil {
-			return err
-		}
-		out = e
-		return q.UpdateEndpoint(ctx, e)
+	e, err := s.rekey(ctx, p, in.ID, func(keys endpoint.Keys, _ time.Time) (endpoint.Keys, error) {
+		return keys.ExpireOld(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return s.view(out), nil
+	return s.view(e), nil
 }
