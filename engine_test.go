@@ -68,14 +68,16 @@ func TestGlobsExposureAndScope(t *testing.T) {
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b := setup(t, eng)
 		rc := newReceiver(t)
-		b.registerType("invoice.paid")
+		// invoice.paid is scoped (judged by the published slice), user.created
+		// is not (it goes to every endpoint subscribed to it).
+		b.must(200, "PUT", "/api/admin/event_types/invoice.paid", map[string]any{"exposure": "webhook", "scoped": true}, nil)
 		b.registerType("user.created")
 		b.must(200, "PUT", "/api/admin/event_types/audit.internal", map[string]string{"exposure": "internal"}, nil)
 		inv := b.endpoint(rc.URL+"/invoices", "invoice.*")
 		all := b.endpoint(rc.URL+"/all", "*")
 		// An internal type never leaves; a raw:// subject never leaves;
-		// unpublished data stays; a matching type reaches both endpoints,
-		// user.created only the "*" one.
+		// unpublished data of a scoped type stays; a matching type reaches
+		// both endpoints, user.created only the "*" one, whatever its data.
 		var out map[string]any
 		b.must(202, "POST", "/api/v1/events", map[string]any{"type": "audit.internal", "data": map[string]any{}}, &out)
 		if out["exposure"] != "internal" {
@@ -84,7 +86,7 @@ func TestGlobsExposureAndScope(t *testing.T) {
 		b.must(202, "POST", "/api/v1/events", map[string]any{"type": "invoice.paid", "subject": "raw://secret", "data": map[string]any{}}, nil)
 		b.must(202, "POST", "/api/v1/events", map[string]any{"type": "invoice.paid", "data": map[string]any{"published": false, "was_published": false}}, nil)
 		unpub := b.publish("invoice.paid", `{"published": false, "was_published": true}`)
-		user := b.publish("user.created", `{}`)
+		user := b.publish("user.created", `{"published": false}`)
 		got := rc.waitFor(t, 3, wait)
 		seen := map[string]string{}
 		for _, r := range got {
