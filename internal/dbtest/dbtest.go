@@ -96,3 +96,35 @@ func Open(t testing.TB, cfg store.Config) *store.DB {
 	}
 	return db
 }
+
+// Count runs a SELECT count(*) … directly on the engine (not through the
+// store's queries), so tests check what is really in the tables.
+func Count(t testing.TB, db *store.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	var err error
+	if p := db.Pool(); p != nil {
+		err = p.QueryRow(context.Background(), query, args...).Scan(&n)
+	} else {
+		err = db.SQLDB().QueryRow(query, args...).Scan(&n)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// Exec runs one statement directly on the engine (e.g. to break a table
+// and see how hookd fails).
+func Exec(t testing.TB, db *store.DB, query string) {
+	t.Helper()
+	var err error
+	if p := db.Pool(); p != nil {
+		_, err = p.Exec(context.Background(), query)
+	} else {
+		_, err = db.SQLDB().Exec(query)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

@@ -39,9 +39,17 @@ type Published struct {
 // Each event must have OwnerID and the caller's fields set; ids and times
 // are filled in here.
 func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+	if err := s.prepare(evs); err != nil {
+		return nil, err
+	}
+	return s.insert(ctx, q, evs)
+}
+
+// prepare validates evs and fills in what publishing decides: the compact
+// data, the id and the times. It reads nothing, so a caller can run it
+// before it joins a publish group, and a bad event never fails another's.
+func (s *Service) prepare(evs []*event.Event) error {
 	now := s.now().UTC()
-	out := make([]Published, 0, len(evs))
-	exposures := map[[2]string]event.Exposure{}
 	for i, ev := range evs {
 		err := ev.Validate()
 		if err == nil {
@@ -49,13 +57,13 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 		}
 		if err != nil {
 			if len(evs) > 1 {
-				return nil, apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
+				return apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
 			}
-			return nil, err
+			return err
 		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, ev.Data); err != nil {
-			return nil, fmt.Errorf("events[%d]: data: %w", i, err)
+			return fmt.Errorf("events[%d]: data: %w", i, err)
 		}
 		ev.Data = compact.Bytes()
 		ev.ID = event.NewID("evt_", now)
@@ -65,6 +73,13 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 		}
 		ev.OccurredAt = ev.OccurredAt.UTC()
 	}
+	return nil
+}
+
+// insert writes prepared events and their fanout jobs in q's transaction.
+func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+	out := make([]Published, 0, len(evs))
+	exposures := map[[2]string]event.Exposure{}
 	// Fanout jobs first, so each event row is written once, with its job
 	// (another fanout of the same owner may fan the event out first and
 	// delete that job). A job made for an event that turns out to repeat an

@@ -72,6 +72,9 @@ type Config struct {
 	FanoutBatch, FanoutPairs int
 	// UserAgent is sent with every delivery.
 	UserAgent string
+	// GroupMax is the most single publishes one group commit carries
+	// (default DefaultGroupMax; 1 commits each alone).
+	GroupMax int
 }
 
 // Service is the engine.
@@ -81,6 +84,7 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	rec   *recorder // the drains' successes, recorded in groups
+	group *publishGroup
 	hooks atomic.Pointer[Hooks]
 }
 
@@ -94,6 +98,13 @@ type Hooks struct {
 	// BeforeFanoutCommit runs inside a fanout's transaction, once it has
 	// deferred the jobs of deliveries to busy endpoints (their ids).
 	BeforeFanoutCommit func(deferred []string)
+	// PublishQueued runs when a PublishOne call has queued behind a
+	// committing group, with the number of calls now queued.
+	PublishQueued func(queued int)
+	// PublishGroup runs inside a group commit's transaction, before its
+	// writes, with the group's size; an error fails that transaction as a
+	// database error would.
+	PublishGroup func(size int) error
 }
 
 // SetHooks installs h (nil: none). For tests.
@@ -150,8 +161,12 @@ func New(cfg Config) *Service {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"
 	}
+	if cfg.GroupMax <= 0 {
+		cfg.GroupMax = DefaultGroupMax
+	}
 	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
 	s.rec = &recorder{s: s}
+	s.group = &publishGroup{s: s, max: cfg.GroupMax}
 	return s
 }
 

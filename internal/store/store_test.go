@@ -46,17 +46,7 @@ func eachEngine(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 // store), so tests check what is really in the tables.
 func count(t testing.TB, db *store.DB, query string, args ...any) int {
 	t.Helper()
-	var n int
-	var err error
-	if p := db.Pool(); p != nil {
-		err = p.QueryRow(context.Background(), query, args...).Scan(&n)
-	} else {
-		err = db.SQLDB().QueryRow(query, args...).Scan(&n)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return dbtest.Count(t, db, query, args...)
 }
 
 func wantCode(t testing.TB, err error, code apperr.Code) {

@@ -1,0 +1,175 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// Group commit of single-event publishes. Each publish is one transaction,
+// and a transaction's cost is mostly its commit: the WAL flush on
+// PostgreSQL, the fsync of the WAL file on SQLite, and a handful of round
+// trips. So concurrent PublishOne calls share one: the first to arrive
+// commits at once, alone; the calls arriving while that commit runs queue
+// and go together in the next one, led by the first of them. A lone
+// publisher waits for nothing, and under load every commit carries all the
+// publishes that arrived during the one before it (at most GroupMax).
+//
+// Each caller still gets its own answer: its own event id, its own
+// idempotency result (two callers of one group with one key are answered as
+// if they had come one after the other) and its own error. Validation runs
+// in the caller before it joins (prepare), so a bad event fails only its
+// own caller. If the shared transaction fails before its commit, every
+// caller of the group is retried in a transaction of its own, so no caller
+// is answered with another's failure; a failed commit (its outcome unknown)
+// reaches every caller of the group, as it would have reached each alone.
+
+// DefaultGroupMax is the most publishes one group commit carries.
+const DefaultGroupMax = 100
+
+// groupTimeout bounds one group's transaction: it runs on behalf of several
+// callers, so no one caller's cancellation may cut it short.
+const groupTimeout = 30 * time.Second
+
+// publishCall is one caller's publish waiting in a group.
+type publishCall struct {
+	ev  *event.Event
+	out Published
+	err error
+	// wake is signalled once: the call was answered (answered is set), or
+	// it leads the next group.
+	wake     chan struct{}
+	answered bool
+}
+
+// publishGroup queues single publishes and commits them in groups.
+type publishGroup struct {
+	s   *Service
+	max int
+
+	mu      sync.Mutex
+	queue   []*publishCall
+	running bool // a group is committing; while true, queue[0] leads next
+}
+
+// PublishOne publishes one event in its own transaction, which it shares
+// with the other PublishOne calls in flight (group commit, above). The
+// event is written exactly as Publish writes it; only the transaction is
+// shared, so use Publish when the event must commit with the caller's own
+// writes.
+func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (Published, error) {
+	if err := s.prepare([]*event.Event{ev}); err != nil {
+		return Published{}, err
+	}
+	c := &publishCall{ev: ev, wake: make(chan struct{}, 1)}
+	s.group.join(ctx, c)
+	return c.out, c.err
+}
+
+// join queues c and returns once c is answered: at once if no group is
+// committing (c leads its own), else when a group carried it.
+func (g *publishGroup) join(ctx context.Context, c *publishCall) {
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	if g.running {
+		waiting := len(g.queue)
+		g.mu.Unlock()
+		if h := g.s.hook().PublishQueued; h != nil {
+			h(waiting)
+		}
+		<-c.wake
+		if c.answered {
+			return
+		}
+		// Woken to lead: the group before ours has committed.
+	} else {
+		g.running = true
+		g.mu.Unlock()
+	}
+	g.lead(ctx, c)
+}
+
+// lead commits the next group, which starts with c, answers its other
+// callers, and hands the lead to the first call queued meanwhile.
+func (g *publishGroup) lead(ctx context.Context, c *publishCall) {
+	g.mu.Lock()
+	n := min(len(g.queue), g.max)
+	group := make([]*publishCall, n)
+	copy(group, g.queue)
+	g.queue = append(g.queue[:0:0], g.queue[n:]...)
+	g.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+	g.commit(ctx, group)
+	cancel()
+	for _, m := range group {
+		if m != c {
+			m.answered = true
+			m.wake <- struct{}{}
+		}
+	}
+
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.running = false
+	} else {
+		g.queue[0].wake <- struct{}{} // not answered: it leads
+	}
+	g.mu.Unlock()
+}
+
+// commit publishes the group's events in one transaction and sets every
+// call's answer.
+func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
+	evs := make([]*event.Event, len(group))
+	for i, c := range group {
+		evs[i] = c.ev
+	}
+	var out []Published
+	var inTx error // the transaction's own failure, before its commit
+	err := g.s.db.InTx(ctx, func(q *store.Q) error {
+		if h := g.s.hook().PublishGroup; h != nil {
+			if inTx = h(len(group)); inTx != nil {
+				return inTx
+			}
+		}
+		out, inTx = g.s.insert(ctx, q, evs)
+		return inTx
+	})
+	switch {
+	case err == nil:
+		for i, c := range group {
+			c.out = out[i]
+		}
+	case inTx == nil || len(group) == 1:
+		// The commit failed, or the group's one caller did: that failure
+		// is each caller's own.
+		for _, c := range group {
+			c.err = err
+		}
+	default:
+		// Something in the shared transaction failed, and it may have been
+		// one caller's: each caller alone, so each gets only its own result.
+		for _, c := range group {
+			c.out, c.err = g.s.publishAlone(ctx, c.ev)
+		}
+	}
+}
+
+// publishAlone publishes one prepared event in a transaction of its own.
+func (s *Service) publishAlone(ctx context.Context, ev *event.Event) (Published, error) {
+	ev.FanoutJob = 0 // set by the rolled-back attempt
+	var out []Published
+	err := s.db.InTx(ctx, func(q *store.Q) error {
+		var err error
+		out, err = s.insert(ctx, q, []*event.Event{ev})
+		return err
+	})
+	if err != nil {
+		return Published{}, err
+	}
+	return out[0], nil
+}

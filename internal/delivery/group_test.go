@@ -1,0 +1,331 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// groupBench is one engine's database with an insert-only River client, an
+// owner "acme" whose type "order.paid" is webhook-exposed, and the engine.
+type groupBench struct {
+	db  *store.DB
+	eng *delivery.Service
+}
+
+func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
+	t.Helper()
+	for _, e := range dbtest.Engines() {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := e.Config(t)
+			cfg.MaxConns = 8
+			db := dbtest.Open(t, cfg)
+			if _, err := db.NewRiver(&river.Config{}); err != nil { // insert-only
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			now := time.Now()
+			must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: "acme", Profile: "standard", Attributes: map[string]string{"app": "acme"}, CreatedAt: now}))
+			must(t, db.Q().PutEventType(ctx, &event.Type{OwnerID: "acme", Name: "order.paid", Exposure: event.Webhook, CreatedAt: now}))
+			fn(t, groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, GroupMax: 8})})
+		})
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantWritten checks what is really in the tables: events rows, and jobs
+// fanout jobs (a duplicate's or a rolled-back publish's must not remain).
+func wantWritten(t testing.TB, db *store.DB, events, jobs int) {
+	t.Helper()
+	if n := dbtest.Count(t, db, `SELECT count(*) FROM hookd_events`); n != events {
+		t.Fatalf("%d events written; want %d", n, events)
+	}
+	if n := dbtest.Count(t, db, `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout'`); n != jobs {
+		t.Fatalf("%d fanout jobs; want %d", n, jobs)
+	}
+}
+
+func paid(key string, n int) *event.Event {
+	return &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(fmt.Sprintf(`{"n": %d}`, n)), IdempotencyKey: key}
+}
+
+// held makes the engine's first group commit wait inside its transaction
+// until release is called, so the publishes that arrive meanwhile queue and
+// go together in the next group; queued(n) returns once n are queued.
+type held struct {
+	mu      sync.Mutex
+	sizes   []int
+	first   chan struct{} // closed when the first group is inside its transaction
+	release chan struct{}
+	queued  chan int
+	fail    func(group int) error // the group'th group's error (nil: none)
+}
+
+func holdFirstGroup(b groupBench) *held {
+	h := &held{first: make(chan struct{}), release: make(chan struct{}), queued: make(chan int, 1000)}
+	b.eng.SetHooks(&delivery.Hooks{
+		PublishQueued: func(n int) { h.queued <- n },
+		PublishGroup: func(size int) error {
+			h.mu.Lock()
+			h.sizes = append(h.sizes, size)
+			nth := len(h.sizes)
+			h.mu.Unlock()
+			if nth == 1 {
+				close(h.first)
+				<-h.release
+			}
+			if h.fail != nil {
+				return h.fail(nth)
+			}
+			return nil
+		},
+	})
+	return h
+}
+
+func (h *held) waitQueued(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-h.queued:
+			if got >= n {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("fewer than %d publishes queued behind the held group", n)
+		}
+	}
+}
+
+func (h *held) groupSizes() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.sizes...)
+}
+
+type answer struct {
+	pub delivery.Published
+	err error
+}
+
+// publishBehindHeldGroup publishes first alone (its group held in its
+// transaction), then evs concurrently, which queue behind it; it releases
+// the held group once all have queued and returns every answer, first's
+// last.
+func publishBehindHeldGroup(t *testing.T, b groupBench, h *held, first *event.Event, evs []*event.Event) []answer {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]answer, len(evs)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		p, err := b.eng.PublishOne(ctx, first)
+		out[len(evs)] = answer{p, err}
+	})
+	<-h.first
+	for i, ev := range evs {
+		wg.Go(func() {
+			p, err := b.eng.PublishOne(ctx, ev)
+			out[i] = answer{p, err}
+		})
+	}
+	h.waitQueued(t, len(evs))
+	close(h.release)
+	wg.Wait()
+	return out
+}
+
+// TestPublishGroupCommit: publishes arriving while a group commits go
+// together in the next one (bounded by GroupMax), and each caller gets its
+// own event id; every event is written once, with one fanout job.
+func TestPublishGroupCommit(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		var evs []*event.Event
+		for i := range 12 {
+			evs = append(evs, paid("", i))
+		}
+		answers := publishBehindHeldGroup(t, b, h, paid("", 99), evs)
+		ids := map[string]bool{}
+		for i, a := range answers {
+			if a.err != nil || a.pub.ID == "" || a.pub.Duplicate || a.pub.Exposure != event.Webhook {
+				t.Fatalf("caller %d: %+v, %v; want its own new webhook event", i, a.pub, a.err)
+			}
+			ids[a.pub.ID] = true
+		}
+		if len(ids) != 13 {
+			t.Fatalf("%d distinct ids for 13 callers", len(ids))
+		}
+		// The held group alone, then the 12 queued in groups of at most 8.
+		if got := h.groupSizes(); len(got) != 3 || got[0] != 1 || got[1] != 8 || got[2] != 4 {
+			t.Fatalf("group sizes %v; want [1 8 4]", got)
+		}
+		for i, a := range answers[:12] {
+			got, err := b.db.Q().GetEvent(context.Background(), "acme", a.pub.ID)
+			must(t, err)
+			if string(got.Data) != fmt.Sprintf(`{"n":%d}`, i) {
+				t.Fatalf("caller %d's id %s holds %s: answered with another caller's event", i, a.pub.ID, got.Data)
+			}
+		}
+		wantWritten(t, b.db, 13, 13)
+	})
+}
+
+// TestPublishGroupIdempotency: two callers of one group with one key are
+// answered as if one came after the other (one event, the other a
+// duplicate of it), and a later group's caller with that key too.
+func TestPublishGroupIdempotency(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		evs := []*event.Event{paid("k-same", 1), paid("k-same", 2), paid("k-other", 3), paid("k-first", 4)}
+		answers := publishBehindHeldGroup(t, b, h, paid("k-first", 0), evs)
+		for _, a := range answers {
+			must(t, a.err)
+		}
+		a, c := answers[0].pub, answers[1].pub
+		if a.ID != c.ID || a.Duplicate == c.Duplicate {
+			t.Fatalf("one key in one group: %+v and %+v; want one event and one duplicate of it", a, c)
+		}
+		if answers[2].pub.Duplicate || answers[2].pub.ID == a.ID {
+			t.Fatalf("another key: %+v", answers[2].pub)
+		}
+		// k-first was committed by the held group before this one.
+		if first, again := answers[4].pub, answers[3].pub; first.Duplicate || !again.Duplicate || again.ID != first.ID {
+			t.Fatalf("key of an earlier group: first %+v, again %+v; want the earlier id, duplicate", first, again)
+		}
+		if got := h.groupSizes(); len(got) != 2 || got[1] != 4 {
+			t.Fatalf("group sizes %v; want [1 4]", got)
+		}
+		// Across groups, after the fact.
+		again, err := b.eng.PublishOne(context.Background(), paid("k-same", 5))
+		must(t, err)
+		if !again.Duplicate || again.ID != a.ID {
+			t.Fatalf("key of an earlier group, later: %+v; want duplicate of %s", again, a.ID)
+		}
+		wantWritten(t, b.db, 3, 3)
+	})
+}
+
+// TestPublishGroupInvalidEvent: an invalid event among concurrent valid
+// ones fails only its own caller, before it joins any group.
+func TestPublishGroupInvalidEvent(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		bad := &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(`[1, 2]`)}
+		var wg sync.WaitGroup
+		var badErr error
+		evs := []*event.Event{paid("", 1), paid("", 2), paid("", 3)}
+		var answers []answer
+		wg.Go(func() { answers = publishBehindHeldGroup(t, b, h, paid("", 0), evs) })
+		<-h.first
+		_, badErr = b.eng.PublishOne(context.Background(), bad) // answered while the group is still held
+		wg.Wait()
+		if apperr.CodeOf(badErr) != apperr.Invalid {
+			t.Fatalf("invalid event: err = %v; want invalid", badErr)
+		}
+		for i, a := range answers {
+			if a.err != nil {
+				t.Fatalf("valid caller %d failed beside an invalid one: %v", i, a.err)
+			}
+		}
+		wantWritten(t, b.db, 4, 4)
+	})
+}
+
+// TestPublishGroupFailureFallsBack: when the shared transaction fails, its
+// callers are each retried alone, so each gets its own result and nothing
+// of the failed transaction remains.
+func TestPublishGroupFailureFallsBack(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		h.fail = func(group int) error {
+			if group == 2 {
+				return errors.New("the shared transaction failed")
+			}
+			return nil
+		}
+		evs := []*event.Event{paid("", 1), paid("k", 2), paid("k", 3)}
+		answers := publishBehindHeldGroup(t, b, h, paid("", 0), evs)
+		for i, a := range answers {
+			if a.err != nil {
+				t.Fatalf("caller %d got the group's failure: %v", i, a.err)
+			}
+		}
+		if answers[1].pub.ID != answers[2].pub.ID || answers[1].pub.Duplicate == answers[2].pub.Duplicate {
+			t.Fatalf("one key, retried alone: %+v, %+v; want one event and its duplicate", answers[1].pub, answers[2].pub)
+		}
+		wantWritten(t, b.db, 3, 3)
+	})
+}
+
+// TestPublishGroupDatabaseError: a database error reaches every caller of
+// the group (each retried alone meets it too), and nothing is half-written:
+// no fanout job is left without its event.
+func TestPublishGroupDatabaseError(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events RENAME TO hookd_events_away`)
+		h := holdFirstGroup(b)
+		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{paid("", 1), paid("k", 2), paid("", 3)})
+		for i, a := range answers {
+			if a.err == nil || apperr.CodeOf(a.err) == apperr.Invalid {
+				t.Fatalf("caller %d: %+v, %v; want the database's error", i, a.pub, a.err)
+			}
+		}
+		if got := h.groupSizes(); len(got) != 2 || got[1] != 3 {
+			t.Fatalf("group sizes %v; want [1 3]", got)
+		}
+		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events_away RENAME TO hookd_events`)
+		wantWritten(t, b.db, 0, 0)
+		// The engine recovers with the database.
+		p, err := b.eng.PublishOne(context.Background(), paid("k", 4))
+		if err != nil || p.Duplicate {
+			t.Fatalf("after repair: %+v, %v", p, err)
+		}
+	})
+}
+
+// TestPublishOneAlone: a lone publisher is not held back: its group is
+// itself, committed at once.
+func TestPublishOneAlone(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		var sizes []int
+		b.eng.SetHooks(&delivery.Hooks{PublishGroup: func(n int) error { sizes = append(sizes, n); return nil }})
+		for i := range 3 {
+			p, err := b.eng.PublishOne(context.Background(), paid(fmt.Sprint("solo-", i), i))
+			must(t, err)
+			got, err := b.db.Q().GetEvent(context.Background(), "acme", p.ID)
+			must(t, err)
+			if got.IdempotencyKey != fmt.Sprint("solo-", i) {
+				t.Fatalf("publish %d: stored %+v", i, got)
+			}
+		}
+		if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 1 || sizes[2] != 1 {
+			t.Fatalf("group sizes %v; want three groups of one", sizes)
+		}
+	})
+}
