@@ -13,13 +13,16 @@ import (
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
 )
 
 // groupBench is one engine's database with an insert-only River client, an
-// owner "acme" whose type "order.paid" is webhook-exposed, and the engine.
+// owner "acme" whose type "order.paid" is webhook-exposed and who has an
+// endpoint, an owner "quiet" alike but with a disabled endpoint only, and
+// the engine.
 type groupBench struct {
 	db  *store.DB
 	eng *delivery.Service
@@ -39,7 +42,21 @@ func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
 			ctx := context.Background()
 			now := time.Now()
 			must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: "acme", Profile: "standard", Attributes: map[string]string{"app": "acme"}, CreatedAt: now}))
-			must(t, db.Q().PutEventType(ctx, &event.Type{OwnerID: "acme", Name: "order.paid", Exposure: event.Webhook, CreatedAt: now}))
+			for _, id := range []string{"acme", "quiet"} {
+				if id != "acme" {
+					must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: id, Profile: "standard", Attributes: map[string]string{"app": id}, CreatedAt: now}))
+				}
+				must(t, db.Q().PutEventType(ctx, &event.Type{OwnerID: id, Name: "order.paid", Exposure: event.Webhook, CreatedAt: now}))
+			}
+			// acme has an endpoint, quiet a disabled one only.
+			for _, ep := range []struct {
+				owner   string
+				enabled bool
+			}{{"acme", true}, {"quiet", false}} {
+				e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: ep.owner, URL: "https://example.com/hook",
+					EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
+				must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+			}
 			fn(t, groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, GroupMax: 8})})
 		})
 	}
@@ -326,6 +343,32 @@ func TestPublishOneAlone(t *testing.T) {
 		}
 		if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 1 || sizes[2] != 1 {
 			t.Fatalf("group sizes %v; want three groups of one", sizes)
+		}
+	})
+}
+
+// TestPublishWithoutSubscribers: an event of an owner without an enabled
+// endpoint is stored, answered as a webhook event, and gets no fanout job
+// (there is nothing to fan out to); beside it, an owner's with an endpoint
+// gets its job in the same group.
+func TestPublishWithoutSubscribers(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		quiet := paid("", 1)
+		quiet.OwnerID = "quiet"
+		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{quiet, paid("", 2)})
+		for i, a := range answers {
+			if a.err != nil || a.pub.Exposure != event.Webhook {
+				t.Fatalf("caller %d: %+v, %v", i, a.pub, a.err)
+			}
+		}
+		if got := h.groupSizes(); len(got) != 2 || got[1] != 2 {
+			t.Fatalf("group sizes %v; want [1 2]", got)
+		}
+		wantWritten(t, b.db, 3, 2)
+		if n := dbtest.Count(t, b.db, `SELECT count(*) FROM hookd_events WHERE owner_id = 'quiet' AND fanout_job = 0`); n != 1 {
+			t.Fatalf("quiet's event: %d without a fanout job; want 1", n)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/riverqueue/river"
 
@@ -100,9 +101,28 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([
 		}
 		exposure[i] = exp
 		if exp == event.Webhook {
-			jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: ev.ID}})
 			withJob = append(withJob, ev)
 		}
+	}
+	// An owner without an enabled endpoint has nothing to fan out to: its
+	// events are stored with no fanout job, as if their fanout had run at
+	// once (one query for the whole batch, where a job would cost a River
+	// fetch, a fanout transaction and a completion each).
+	if len(withJob) > 0 {
+		owners := make([]string, 0, 1)
+		for _, ev := range withJob {
+			if !slices.Contains(owners, ev.OwnerID) {
+				owners = append(owners, ev.OwnerID)
+			}
+		}
+		subscribed, err := q.OwnersWithEndpoints(ctx, owners)
+		if err != nil {
+			return nil, err
+		}
+		withJob = slices.DeleteFunc(withJob, func(ev *event.Event) bool { return !subscribed[ev.OwnerID] })
+	}
+	for _, ev := range withJob {
+		jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: ev.ID}})
 	}
 	if len(jobs) > 0 {
 		res, err := q.InsertJobs(ctx, jobs)

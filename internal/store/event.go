@@ -99,6 +99,31 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 	return out, nil
 }
 
+// OwnersWithEndpoints reports which of owners have at least one enabled
+// endpoint: a publish makes fanout jobs only for their events.
+func (q *Q) OwnersWithEndpoints(ctx context.Context, owners []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(owners))
+	if len(owners) == 0 {
+		return out, nil
+	}
+	rs, err := q.q.query(ctx, `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
+	if err != nil {
+		return nil, fmt.Errorf("owners with endpoints: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("owners with endpoints: %w", err)
+		}
+		out[id] = true
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("owners with endpoints: %w", err)
+	}
+	return out, nil
+}
+
 // GetEvent returns one event of an owner ("" for any owner).
 func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, error) {
 	e, err := scanEvent(q.q.queryRow(ctx, `SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
