@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-ts ts-build build run vet fmt bench fuzz
+.PHONY: help test test-go test-ts ts-build build run vet fmt bench bench-compare fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ run: ## run hookd on hookd.db
 
 bench: ## Go benchmarks (hot path, lease)
 	$(GO) test -run '^$$' -bench . -benchmem ./webhook/ ./internal/profile/ ./internal/store/
+
+bench-compare: ## two builds side by side, alternating: BEFORE=main AFTER=. PAIRS=4 ARGS='hookd bench flags' [PGBENCH=32]
+	BEFORE='$(BEFORE)' AFTER='$(AFTER)' PAIRS='$(PAIRS)' ARGS='$(ARGS)' PGBENCH='$(PGBENCH)' OUT='$(OUT)' bash internal/bench/compare.sh
 
 fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/

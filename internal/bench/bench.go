@@ -28,6 +28,10 @@ type Options struct {
 	// and Owners they are spread over (default min(Endpoints, 10)).
 	// Endpoint j and event i belong to owner j%Owners and i%Owners.
 	Events, Endpoints, Owners int
+	// PublishOnly creates no endpoints: the events have no subscriber,
+	// and the run measures publishing alone (Endpoints is ignored, Owners
+	// defaults to 1).
+	PublishOnly bool
 	// Warmup events are published first, the same way, and their
 	// deliveries awaited, before the measured run; they count in no
 	// figure. A fresh hookd's first seconds (new database connections
@@ -42,7 +46,9 @@ type Options struct {
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
-	// (default os.Executable()) instead of in this process.
+	// (default os.Executable()) instead of in this process. Another build's
+	// binary measures that build with this one's load (make bench-compare);
+	// it must know this build's migrations.
 	Spawn      bool
 	Executable string
 	// CPUProfile receives a pprof CPU profile of the run (in-process only).
@@ -57,7 +63,8 @@ type Options struct {
 	// costs, or to shorten tests; in-process only.
 	BusySnooze time.Duration
 	// BatchSize is the most events per publish request (default 1,000;
-	// the API's limit). Publishers is how many requests run at once
+	// the API's limit; 1 publishes each event alone, through POST
+	// /api/v1/events). Publishers is how many requests run at once
 	// (default 4).
 	BatchSize  int
 	Publishers int
@@ -84,7 +91,13 @@ func (o *Options) defaults() {
 	if o.Events == 0 {
 		o.Events = 1000
 	}
-	if o.Endpoints == 0 {
+	switch {
+	case o.PublishOnly:
+		o.Endpoints = 0
+		if o.Owners == 0 {
+			o.Owners = 1
+		}
+	case o.Endpoints == 0:
 		o.Endpoints = 10
 	}
 	if o.Owners == 0 {
@@ -120,9 +133,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("db %q: use sqlite or a postgres:// URL", o.DB)
 	case o.Warmup < 0:
 		return errors.New("warmup must not be negative")
-	case o.Events < 1 || o.Endpoints < 1 || o.Owners < 1:
+	case o.Events < 1 || o.Owners < 1 || o.Endpoints < 1 && !o.PublishOnly:
 		return errors.New("events, endpoints and owners must be at least 1")
-	case o.Owners > o.Endpoints:
+	case o.Owners > o.Endpoints && !o.PublishOnly:
 		return fmt.Errorf("%d owners for %d endpoints: every owner needs an endpoint", o.Owners, o.Endpoints)
 	case o.Rate < 0:
 		return errors.New("rate must not be negative")
@@ -132,6 +145,8 @@ func (o *Options) Validate() error {
 		return errors.New("batch size must be between 1 and 1000 (the API's limit)")
 	case o.Publishers < 1:
 		return errors.New("publishers must be at least 1")
+	case o.Executable != "" && !o.Spawn:
+		return errors.New("another hookd binary needs --spawn")
 	case o.Spawn && o.CPUProfile != nil:
 		return errors.New("a CPU profile needs the in-process run (drop --spawn)")
 	case o.Spawn && (o.FetchCooldown != 0 || o.FetchPollInterval != 0 || o.BusySnooze != 0):
@@ -153,7 +168,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	plan := newPlan(opts)
-	res := Result{Options: opts, Expected: plan.expected}
+	res := Result{Options: opts, Expected: plan.expected, Machine: thisMachine()}
 	step := func(format string, args ...any) {
 		fmt.Fprintf(opts.Progress, "bench: "+format+"\n", args...)
 	}
@@ -198,6 +213,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, errors.New("warm-up: its deliveries did not all arrive")
 		}
 	}
+	cpu := &cpuMeter{pid: srv.pid, db: db}
+	cpu.start(ctx)
 	pub, err := publish(ctx, api, plan, opts, 0, plan.events)
 	if err != nil {
 		if opts.CPUProfile != nil {
@@ -206,11 +223,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, err
 	}
 	res.PublishStart, res.PublishDuration = pub.start, pub.duration
+	res.PublishLatency = percentiles(pub.requests)
 	step("published in %v; waiting for deliveries", pub.duration.Round(time.Millisecond))
 
 	res.Stalled = rcv.wait(ctx, opts.StallTimeout, opts.Timeout, func(got int) {
 		step("%d/%d delivered", got, plan.expected)
 	})
+	cpu.stop(ctx, &res)
 	if opts.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}

@@ -80,6 +80,61 @@ func TestRunWarmup(t *testing.T) {
 	}
 }
 
+// TestRunSinglePublishes: with a batch size of 1 every event is its own
+// POST /api/v1/events, from many clients at once (the group commit's load),
+// and still every delivery arrives; without subscribers the run measures
+// publishing alone. Both report request times and the CPU from /proc; on
+// PostgreSQL, the backends' too.
+func TestRunSinglePublishes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name        string
+		db          func(t *testing.T) string
+		publishOnly bool
+	}{
+		{"sqlite/delivering", func(*testing.T) string { return "sqlite" }, false},
+		{"sqlite/publish-only", func(*testing.T) string { return "sqlite" }, true},
+		{"postgres/publish-only", func(t *testing.T) string { return dbtest.PostgresURL(t) }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			res, err := bench.Run(context.Background(), bench.Options{
+				DB: c.db(t), Events: 100, Endpoints: 2, Owners: 1, PublishOnly: c.publishOnly,
+				BatchSize: 1, Publishers: 16,
+				BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+				Progress: &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			var out strings.Builder
+			_, _ = res.WriteTo(&out)
+			t.Logf("\n%s", out.String())
+			want := 200
+			if c.publishOnly {
+				want = 0
+			}
+			if res.Expected != want || res.Received != want || !res.OK() {
+				t.Fatalf("expected %d, received %d, ok %v; want %d", res.Expected, res.Received, res.OK(), want)
+			}
+			if res.PublishLatency.P50 <= 0 || res.PublishLatency.P99 < res.PublishLatency.P50 {
+				t.Errorf("publish request times %+v", res.PublishLatency)
+			}
+			if !res.CPU.HookdKnown || res.CPU.Hookd <= 0 { // 100 requests take more than a clock tick (10 ms)
+				t.Errorf("hookd's CPU not measured: %+v", res.CPU)
+			}
+			if res.Engine == "postgres" && (!res.CPU.PostgresKnown || res.CPU.Backends == 0) {
+				t.Errorf("PostgreSQL backends' CPU not measured: %+v", res.CPU)
+			}
+			if res.Machine.Cores < 1 || !strings.Contains(out.String(), "machine ") {
+				t.Errorf("machine not reported: %+v", res.Machine)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	for _, o := range []bench.Options{
@@ -89,6 +144,7 @@ func TestValidate(t *testing.T) {
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1001, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Spawn: true, BusySnooze: time.Second},
 		{DB: "sqlite", Events: 1, Warmup: -1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Executable: "/bin/hookd"},
 	} {
 		if err := o.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", o)

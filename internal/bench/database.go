@@ -19,7 +19,10 @@ type database struct {
 	engine string // "sqlite" or "postgres"
 	url    string // what hookd opens: the SQLite file or the postgres URL
 	schema string // PostgreSQL only
-	drop   func()
+	// appName is the application_name of hookd's PostgreSQL connections
+	// (set in url), by which the run's backends are found.
+	appName string
+	drop    func()
 }
 
 // freshDatabase makes an empty database: a temp-dir SQLite file, or a new
@@ -43,27 +46,44 @@ func freshDatabase(ctx context.Context, dbURL string) (*database, error) {
 		defer cancel()
 		_ = pgExec(ctx, dbURL, "DROP SCHEMA "+schema+" CASCADE")
 	}
-	return &database{engine: "postgres", url: dbURL, schema: schema, drop: drop}, nil
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		drop()
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("application_name", "hookd_"+schema)
+	u.RawQuery = q.Encode()
+	return &database{engine: "postgres", url: u.String(), schema: schema, appName: "hookd_" + schema, drop: drop}, nil
 }
 
 // pgExec runs one statement on its own connection. The URL's pool_*
 // parameters are pgxpool's (hookd reads them): the server would refuse them.
 func pgExec(ctx context.Context, dbURL, sql string) error {
-	if u, err := url.Parse(dbURL); err == nil {
-		q := u.Query()
-		for k := range q {
-			if strings.HasPrefix(k, "pool_") {
-				q.Del(k)
-			}
-		}
-		u.RawQuery = q.Encode()
-		dbURL = u.String()
-	}
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, pgURL(dbURL))
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// pgURL is dbURL without its pool_* parameters, which are pgxpool's (hookd
+// reads them) and which the server would refuse, and without the run's
+// application_name, so the bench's own connections are not counted as
+// hookd's.
+func pgURL(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") || k == "application_name" {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

@@ -19,25 +19,41 @@ type batch struct {
 type published struct {
 	start    time.Time
 	duration time.Duration
+	// requests are the publish requests' times, send → answer.
+	requests []time.Duration
 }
 
-// publish sends the plan's events from (seq) up to to through POST
-// /api/v1/events/batch: as fast as the API takes them (closed loop) or at
-// opts.Rate (open loop).
+// requestTimes collects the publish requests' times.
+type requestTimes struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (r *requestTimes) add(d time.Duration) {
+	r.mu.Lock()
+	r.all = append(r.all, d)
+	r.mu.Unlock()
+}
+
+// publish sends the plan's events from (seq) up to to: as fast as the API
+// takes them (closed loop) or at opts.Rate (open loop). With a batch size
+// of 1 each event is its own POST /api/v1/events, as most producers
+// publish; otherwise POST /api/v1/events/batch.
 func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int) (published, error) {
 	start := time.Now()
+	times := &requestTimes{}
 	var err error
 	if opts.Rate > 0 {
-		err = publishOpen(ctx, api, p, opts, from, to)
+		err = publishOpen(ctx, api, p, opts, times, from, to)
 	} else {
-		err = publishClosed(ctx, api, p, opts, from, to)
+		err = publishClosed(ctx, api, p, opts, times, from, to)
 	}
-	return published{start: start, duration: time.Since(start)}, err
+	return published{start: start, duration: time.Since(start), requests: times.all}, err
 }
 
 // publishClosed cuts each owner's events into batches, interleaves the
 // owners and has opts.Publishers requests in flight.
-func publishClosed(ctx context.Context, api *client, p *plan, opts Options, from, to int) error {
+func publishClosed(ctx context.Context, api *client, p *plan, opts Options, times *requestTimes, from, to int) error {
 	perOwner := make([][]batch, p.owners)
 	for k := range p.owners {
 		var cur []int
@@ -66,14 +82,14 @@ func publishClosed(ctx context.Context, api *client, p *plan, opts Options, from
 		}
 	}
 	return forEach(ctx, len(all), opts.Publishers, func(ctx context.Context, i int) error {
-		return sendBatch(ctx, api, p, all[i])
+		return sendBatch(ctx, api, p, times, all[i])
 	})
 }
 
 // publishOpen releases events on a 10 ms ticker so that by time t about
 // Rate·t were sent, each tick's events grouped by owner into batches sent
 // concurrently (a slow answer does not hold the next tick back).
-func publishOpen(ctx context.Context, api *client, p *plan, opts Options, from, to int) error {
+func publishOpen(ctx context.Context, api *client, p *plan, opts Options, times *requestTimes, from, to int) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -102,7 +118,7 @@ func publishOpen(ctx context.Context, api *client, p *plan, opts Options, from, 
 				inFlight <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-inFlight }()
-					if err := sendBatch(ctx, api, p, b); err != nil {
+					if err := sendBatch(ctx, api, p, times, b); err != nil {
 						cancel(err)
 					}
 				})
@@ -114,12 +130,21 @@ func publishOpen(ctx context.Context, api *client, p *plan, opts Options, from, 
 }
 
 // sendBatch publishes b, each event's data carrying its seq and the publish
-// time. A 5xx or 429 answer rolled the whole batch back: it is sent again
-// (a few times) with a fresh time.
-func sendBatch(ctx context.Context, api *client, p *plan, b batch) error {
+// time: one event alone through POST /api/v1/events, more through the
+// batch endpoint. A 5xx or 429 answer rolled the whole batch back: it is
+// sent again (a few times) with a fresh time. times gets each successful
+// request's time.
+func sendBatch(ctx context.Context, api *client, p *plan, times *requestTimes, b batch) error {
 	for attempt := 1; ; attempt++ {
-		body := batchBody(p, b, time.Now().UnixNano())
-		err := api.call(ctx, http.MethodPost, "/api/v1/events/batch", p.keys[b.owner], body, http.StatusAccepted, nil)
+		sent := time.Now()
+		path, body := "/api/v1/events/batch", batchBody(p, b, sent.UnixNano())
+		if len(b.seqs) == 1 {
+			path, body = "/api/v1/events", eventBody(nil, p.eventType(b.owner), b.seqs[0], sent.UnixNano())
+		}
+		err := api.call(ctx, http.MethodPost, path, p.keys[b.owner], body, http.StatusAccepted, nil)
+		if err == nil {
+			times.add(time.Since(sent))
+		}
 		var se *statusError
 		if err == nil || attempt == 5 || !errors.As(err, &se) || se.status < 500 && se.status != http.StatusTooManyRequests {
 			if err != nil {
@@ -144,15 +169,20 @@ func batchBody(p *plan, b batch, ts int64) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, `{"type":"`...)
-		out = append(out, typ...)
-		out = append(out, `","subject":"bench://item/`...)
-		out = strconv.AppendInt(out, int64(seq), 10)
-		out = append(out, `","tenant":"tenant_bench","data":{"seq":`...)
-		out = strconv.AppendInt(out, int64(seq), 10)
-		out = append(out, `,"ts":`...)
-		out = strconv.AppendInt(out, ts, 10)
-		out = append(out, `}}`...)
+		out = eventBody(out, typ, seq, ts)
 	}
 	return append(out, `]}`...)
+}
+
+// eventBody appends {type, subject, tenant, data:{seq, ts}} to out.
+func eventBody(out []byte, typ string, seq int, ts int64) []byte {
+	out = append(out, `{"type":"`...)
+	out = append(out, typ...)
+	out = append(out, `","subject":"bench://item/`...)
+	out = strconv.AppendInt(out, int64(seq), 10)
+	out = append(out, `","tenant":"tenant_bench","data":{"seq":`...)
+	out = strconv.AppendInt(out, int64(seq), 10)
+	out = append(out, `,"ts":`...)
+	out = strconv.AppendInt(out, ts, 10)
+	return append(out, `}}`...)
 }

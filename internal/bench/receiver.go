@@ -241,12 +241,18 @@ func (r *receiver) fill(res *Result) {
 	res.Lost = r.plan.expected - r.unique
 	res.FirstReceipt, res.LastReceipt = r.first, r.last
 	res.MaxInFlight = int(r.maxInFlight.Load())
-	lat := slices.Clone(r.latency)
+	res.Latency = percentiles(r.latency)
+}
+
+// percentiles of durations (not modified).
+func percentiles(durations []time.Duration) Percentiles {
+	lat := slices.Clone(durations)
 	slices.Sort(lat)
-	res.Latency = Percentiles{P50: quantile(lat, 0.50), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99)}
+	p := Percentiles{P50: quantile(lat, 0.50), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99)}
 	if len(lat) > 0 {
-		res.Latency.Max = lat[len(lat)-1]
+		p.Max = lat[len(lat)-1]
 	}
+	return p
 }
 
 // quantile of sorted values (nearest rank).

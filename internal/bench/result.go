@@ -10,6 +10,7 @@ import (
 // Result is one run's figures.
 type Result struct {
 	Options Options
+	Machine Machine
 	// Engine is "sqlite" or "postgres".
 	Engine string
 	// Expected (event, endpoint) pairs; Received of them arrived at least
@@ -30,6 +31,11 @@ type Result struct {
 	// Latency is publish (the batch request's send time) → arrival at the
 	// receiver, over the first receipt of each pair.
 	Latency Percentiles
+	// PublishLatency is each publish request's send → answer.
+	PublishLatency Percentiles
+	// CPU used by hookd and its PostgreSQL backends from the first publish
+	// to the end of the wait for deliveries.
+	CPU CPU
 	// PeakRSS is VmHWM in bytes, of RSSScope.
 	PeakRSS  int64
 	RSSScope string
@@ -55,7 +61,10 @@ func (r Result) Mode() string {
 	if r.Options.Rate > 0 {
 		return fmt.Sprintf("open loop at %g events/s%s", r.Options.Rate, warm)
 	}
-	return fmt.Sprintf("closed loop, batches of %d, %d publishers%s", r.Options.BatchSize, r.Options.Publishers, warm)
+	if r.Options.BatchSize == 1 {
+		return fmt.Sprintf("closed loop, one event per request, %d concurrent publishers%s", r.Options.Publishers, warm)
+	}
+	return fmt.Sprintf("closed loop, batches of %d, %d concurrent publishers%s", r.Options.BatchSize, r.Options.Publishers, warm)
 }
 
 // PublishRate is events accepted per second of publishing.
@@ -103,18 +112,28 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	line := func(name, format string, args ...any) {
 		fmt.Fprintf(&b, "%-22s %s\n", name, fmt.Sprintf(format, args...))
 	}
+	line("machine", "%s", r.Machine)
 	line("engine", "%s (%s; %s)", r.Engine, where, strings.Join(knobs, ", "))
-	line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
+	if o.PublishOnly {
+		line("scenario", "%d events over %d owners, no subscribers (publish only), %s profile", o.Events, o.Owners, o.Profile)
+	} else {
+		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
+	}
 	line("publishing", "%s", r.Mode())
 	line("expected deliveries", "%d", r.Expected)
 	line("publish", "%.0f events/s (%d events in %v)", r.PublishRate(), o.Events, r.PublishDuration.Round(time.Millisecond))
-	line("deliveries", "%.0f/s (first→last receipt, %v)", r.DeliveryRate(), r.LastReceipt.Sub(r.FirstReceipt).Round(time.Millisecond))
-	line("end to end", "%v (first publish → last receipt; %.0f deliveries/s)", r.EndToEnd().Round(time.Millisecond), perSecond(r.Received, r.EndToEnd()))
-	line("latency p50", "%v", r.Latency.P50.Round(time.Microsecond*100))
-	line("latency p95", "%v", r.Latency.P95.Round(time.Microsecond*100))
-	line("latency p99", "%v", r.Latency.P99.Round(time.Microsecond*100))
-	line("latency max", "%v", r.Latency.Max.Round(time.Microsecond*100))
+	line("publish request p50", "%v", r.PublishLatency.P50.Round(time.Microsecond*100))
+	line("publish request p99", "%v", r.PublishLatency.P99.Round(time.Microsecond*100))
+	if !o.PublishOnly {
+		line("deliveries", "%.0f/s (first→last receipt, %v)", r.DeliveryRate(), r.LastReceipt.Sub(r.FirstReceipt).Round(time.Millisecond))
+		line("end to end", "%v (first publish → last receipt; %.0f deliveries/s)", r.EndToEnd().Round(time.Millisecond), perSecond(r.Received, r.EndToEnd()))
+		line("latency p50", "%v", r.Latency.P50.Round(time.Microsecond*100))
+		line("latency p95", "%v", r.Latency.P95.Round(time.Microsecond*100))
+		line("latency p99", "%v", r.Latency.P99.Round(time.Microsecond*100))
+		line("latency max", "%v", r.Latency.Max.Round(time.Microsecond*100))
+	}
 	line("peak RSS", "%.1f MB (VmHWM of %s)", float64(r.PeakRSS)/(1<<20), r.RSSScope)
+	r.writeCPU(line)
 	line("bad signatures", "%d", r.BadSignatures)
 	line("lost deliveries", "%d%s", r.Lost, map[bool]string{true: " (stalled: the wait ended first)"}[r.Stalled])
 	line("duplicate receipts", "%d (of %d requests)", r.Duplicates, r.Requests)
@@ -132,4 +151,34 @@ func orDefault(n int, def string) string {
 		return def
 	}
 	return fmt.Sprint(n)
+}
+
+// writeCPU prints the CPU figures: hookd's, its PostgreSQL backends', and
+// their sum per delivery (per publish without subscribers).
+func (r Result) writeCPU(line func(name, format string, args ...any)) {
+	c := r.CPU
+	if !c.HookdKnown {
+		line("cpu hookd", "unknown (no /proc)")
+		return
+	}
+	scope := "the hookd serve process"
+	if !r.Options.Spawn {
+		scope = "this process: hookd with the load generator and the receiver; --spawn for hookd alone"
+	}
+	line("cpu hookd", "%.2f s (utime+stime of %s)", c.Hookd.Seconds(), scope)
+	if r.Engine != "postgres" {
+		return
+	}
+	if !c.PostgresKnown {
+		line("cpu postgres", "unknown (the server's backends are not in this machine's /proc)")
+		return
+	}
+	line("cpu postgres", "%.2f s (utime+stime of hookd's %d backends; not the WAL writer or checkpointer)", c.Postgres.Seconds(), c.Backends)
+	per, what := r.Received, "delivery"
+	if r.Options.PublishOnly {
+		per, what = r.Options.Events, "publish"
+	}
+	if per > 0 {
+		line("cpu per "+what, "%.3f ms (hookd + postgres backends)", float64(c.Total().Microseconds())/1000/float64(per))
+	}
 }

@@ -25,6 +25,7 @@ import (
 // RSS and how to stop it.
 type target struct {
 	url     string
+	pid     int // hookd's process (this one, in-process)
 	peakRSS func() (bytes int64, scope string)
 	stop    func()
 }
@@ -87,6 +88,7 @@ func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {
 	go func() { _ = srv.Serve(ln) }()
 	return &target{
 		url: "http://" + ln.Addr().String(),
+		pid: os.Getpid(),
 		peakRSS: func() (int64, string) {
 			return readPeakRSS("/proc/self/status"), "hookd and the bench in one process"
 		},
@@ -153,6 +155,7 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target
 		pid := cmd.Process.Pid
 		return &target{
 			url: u,
+			pid: pid,
 			peakRSS: func() (int64, string) {
 				return readPeakRSS(fmt.Sprintf("/proc/%d/status", pid)), "the hookd serve process"
 			},
