@@ -12,6 +12,9 @@
 #   make bench-compare BEFORE=main AFTER=. PAIRS=4 \
 #     ARGS='--db postgres://postgres@127.0.0.1:5432/test?sslmode=disable --batch 1 --concurrency 32 --publish-only --events 5000'
 #
+# REUSE=1 keeps the two binaries already in OUT (default bin/compare), to
+# run other scenarios with the same builds.
+#
 # PGBENCH=N also runs, before each pair, pgbench's one-row-commit rate at N
 # clients on the same PostgreSQL (the publish path's ceiling), printed
 # beside the figures.
@@ -38,9 +41,13 @@ build() { # build REV DEST
 	git worktree remove --force "$tmp"
 }
 
-echo "building before ($before) and after ($after)"
-build "$before" "$out/before"
-build "$after" "$out/after"
+if [ -n "${REUSE:-}" ] && [ -x "$out/before" ] && [ -x "$out/after" ]; then
+	echo "reusing the builds in $out"
+else
+	echo "building before ($before) and after ($after)"
+	build "$before" "$out/before"
+	build "$after" "$out/after"
+fi
 
 db=$(sed -n 's/.*--db[ =]\([^ ]*\).*/\1/p' <<<"$args")
 pgbench_rate() { # one-row commits/s at $PGBENCH clients on $db

@@ -2,21 +2,23 @@ package delivery
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/store"
 )
 
 // Group commit of single-event publishes. Each publish is one transaction,
 // and a transaction's cost is mostly its commit: the WAL flush on
 // PostgreSQL, the fsync of the WAL file on SQLite, and a handful of round
-// trips. So concurrent PublishOne calls share one: the first to arrive
-// commits at once, alone; the calls arriving while that commit runs queue
-// and go together in the next one, led by the first of them. A lone
-// publisher waits for nothing, and under load every commit carries all the
-// publishes that arrived during the one before it (at most GroupMax).
+// trips. So concurrent PublishOne calls share one (internal/group): the
+// first to arrive commits at once, alone; the calls arriving while that
+// commit runs queue and go together in the next one, led by the first of
+// them. A lone publisher waits for nothing, and under load every commit
+// carries all the publishes that arrived during the one before it (at most
+// GroupMax).
 //
 // Each caller still gets its own answer: its own event id, its own
 // idempotency result (two callers of one group with one key are answered as
@@ -34,26 +36,30 @@ const DefaultGroupMax = 100
 // callers, so no one caller's cancellation may cut it short.
 const groupTimeout = 30 * time.Second
 
-// publishCall is one caller's publish waiting in a group.
+// publishCall is one caller's publish and, once its group ran, its answer.
 type publishCall struct {
 	ev  *event.Event
 	out Published
 	err error
-	// wake is signalled once: the call was answered (answered is set), or
-	// it leads the next group.
-	wake     chan struct{}
-	answered bool
 }
 
-// publishGroup queues single publishes and commits them in groups.
-type publishGroup struct {
-	s   *Service
-	max int
+var errNotRun = errors.New("publish: its group commit did not run")
 
-	mu      sync.Mutex
-	queue   []*publishCall
-	running bool // a group is committing; while true, queue[0] leads next
+func newPublishGroup(s *Service) *group.Runner[*publishCall] {
+	g := &publishGroup{s: s}
+	return &group.Runner[*publishCall]{
+		Max: s.cfg.GroupMax,
+		Run: g.run,
+		Queued: func(n int) {
+			if h := s.hook().PublishQueued; h != nil {
+				h(n)
+			}
+		},
+	}
 }
+
+// publishGroup commits groups of single publishes.
+type publishGroup struct{ s *Service }
 
 // PublishOne publishes one event in its own transaction, which it shares
 // with the other PublishOne calls in flight (group commit, above). The
@@ -64,61 +70,16 @@ func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (Published, e
 	if err := s.prepare([]*event.Event{ev}); err != nil {
 		return Published{}, err
 	}
-	c := &publishCall{ev: ev, wake: make(chan struct{}, 1)}
-	s.group.join(ctx, c)
+	c := &publishCall{ev: ev, err: errNotRun}
+	s.group.Do(ctx, c)
 	return c.out, c.err
 }
 
-// join queues c and returns once c is answered: at once if no group is
-// committing (c leads its own), else when a group carried it.
-func (g *publishGroup) join(ctx context.Context, c *publishCall) {
-	g.mu.Lock()
-	g.queue = append(g.queue, c)
-	if g.running {
-		waiting := len(g.queue)
-		g.mu.Unlock()
-		if h := g.s.hook().PublishQueued; h != nil {
-			h(waiting)
-		}
-		<-c.wake
-		if c.answered {
-			return
-		}
-		// Woken to lead: the group before ours has committed.
-	} else {
-		g.running = true
-		g.mu.Unlock()
-	}
-	g.lead(ctx, c)
-}
-
-// lead commits the next group, which starts with c, answers its other
-// callers, and hands the lead to the first call queued meanwhile.
-func (g *publishGroup) lead(ctx context.Context, c *publishCall) {
-	g.mu.Lock()
-	n := min(len(g.queue), g.max)
-	group := make([]*publishCall, n)
-	copy(group, g.queue)
-	g.queue = append(g.queue[:0:0], g.queue[n:]...)
-	g.mu.Unlock()
-
+// run commits one group; no one caller's cancellation may cut it short.
+func (g *publishGroup) run(ctx context.Context, calls []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
-	g.commit(ctx, group)
-	cancel()
-	for _, m := range group {
-		if m != c {
-			m.answered = true
-			m.wake <- struct{}{}
-		}
-	}
-
-	g.mu.Lock()
-	if len(g.queue) == 0 {
-		g.running = false
-	} else {
-		g.queue[0].wake <- struct{}{} // not answered: it leads
-	}
-	g.mu.Unlock()
+	defer cancel()
+	g.commit(ctx, calls)
 }
 
 // commit publishes the group's events in one transaction and sets every
@@ -142,7 +103,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	switch {
 	case err == nil:
 		for i, c := range group {
-			c.out = out[i]
+			c.out, c.err = out[i], nil
 		}
 	case inTx == nil || len(group) == 1:
 		// The commit failed, or the group's one caller did: that failure

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
@@ -83,8 +84,8 @@ type Service struct {
 	db    *store.DB
 	log   *slog.Logger
 	now   func() time.Time
-	rec   *recorder // the drains' successes, recorded in groups
-	group *publishGroup
+	rec   *recorder                   // the drains' successes, recorded in groups
+	group *group.Runner[*publishCall] // single publishes' group commit
 	hooks atomic.Pointer[Hooks]
 }
 
@@ -166,7 +167,7 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
 	s.rec = &recorder{s: s}
-	s.group = &publishGroup{s: s, max: cfg.GroupMax}
+	s.group = newPublishGroup(s)
 	return s
 }
 

@@ -38,6 +38,9 @@ func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
 
 // APIKeyByHash finds a key by its hash (revoked keys too: the caller checks).
 func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error) {
+	if q.tx == nil {
+		return q.db.sharedAPIKeyByHash(ctx, hash) // apikey_lookup.go
+	}
 	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.Unauthorized, "API key not recognised")

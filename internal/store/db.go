@@ -62,6 +62,7 @@ type DB struct {
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; nil on SQLite, which has only the poll).
 	notifyQueue func(ctx context.Context, queue string) error
+	keys        keyLookups // API key lookups, shared by concurrent requests
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {
