@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -57,7 +58,7 @@ func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
 					EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
 				must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 			}
-			fn(t, groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, GroupMax: 8})})
+			fn(t, groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})})
 		})
 	}
 }
@@ -251,6 +252,7 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 	eachGroupEngine(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		bad := &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(`[1, 2]`)}
+		testType := &event.Event{OwnerID: "acme", Type: "webhook.test"} // a test event is sent, not published
 		var wg sync.WaitGroup
 		var badErr error
 		evs := []*event.Event{paid("", 1), paid("", 2), paid("", 3)}
@@ -258,7 +260,11 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 		wg.Go(func() { answers = publishBehindHeldGroup(t, b, h, paid("", 0), evs) })
 		<-h.first
 		_, badErr = b.eng.PublishOne(context.Background(), bad) // answered while the group is still held
+		_, testErr := b.eng.PublishOne(context.Background(), testType)
 		wg.Wait()
+		if apperr.CodeOf(testErr) != apperr.Invalid {
+			t.Fatalf("test event type: err = %v; want invalid", testErr)
+		}
 		if apperr.CodeOf(badErr) != apperr.Invalid {
 			t.Fatalf("invalid event: err = %v; want invalid", badErr)
 		}
