@@ -38,7 +38,7 @@ func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
 
 // APIKeyByHash finds a key by its hash (revoked keys too: the caller checks).
 func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error) {
-	if q.tx == nil {
+	if q.tx == nil && q.db.Engine == Postgres {
 		return q.db.sharedAPIKeyByHash(ctx, hash) // apikey_lookup.go
 	}
 	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))

@@ -19,6 +19,10 @@ import (
 // them (internal/group): a lone request still queries at once, and each
 // query starts after every lookup in it was asked, so a key revoked before
 // a request arrived is seen revoked, as with a query of its own.
+//
+// PostgreSQL only: on SQLite a lookup is a call into the embedded engine,
+// not a round trip, and sharing measured no gain (publish-only, 4 pairs:
+// 804–2,621 against 1,259–2,740/s).
 
 // keyLookupMax bounds the keys one shared lookup reads.
 const keyLookupMax = 100

@@ -11,7 +11,8 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// TestAPIKeyLookupsShared: concurrent lookups (which share queries) each
+// TestAPIKeyLookupsShared: concurrent lookups (which share queries on
+// PostgreSQL) each
 // get their own key, an unknown key its own refusal, and a key revoked
 // before a lookup is asked comes back revoked; inside a transaction the
 // lookup reads that transaction.
