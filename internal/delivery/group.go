@@ -91,7 +91,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	}
 	var out []Published
 	var inTx error // the transaction's own failure, before its commit
-	err := g.s.db.InTx(ctx, func(q *store.Q) error {
+	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
 		if h := g.s.hook().PublishGroup; h != nil {
 			if inTx = h(len(group)); inTx != nil {
 				return inTx
@@ -124,7 +124,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 func (s *Service) publishAlone(ctx context.Context, ev *event.Event) (Published, error) {
 	ev.FanoutJob = 0 // set by the rolled-back attempt
 	var out []Published
-	err := s.db.InTx(ctx, func(q *store.Q) error {
+	err := s.db.InTxForeground(ctx, func(q *store.Q) error {
 		var err error
 		out, err = s.insert(ctx, q, []*event.Event{ev})
 		return err

@@ -75,7 +75,7 @@ func (db *DB) keysByHash(ctx context.Context, ls []*keyLookup) (map[string]*owne
 	for i, l := range ls {
 		args[i] = l.hash
 	}
-	rs, err := db.base.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
+	rs, err := db.foreground().query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("api key lookup: %w", err)
 	}

@@ -57,6 +57,7 @@ type DB struct {
 	log    *slog.Logger
 	sqlDB  *sql.DB
 	pool   *pgxpool.Pool
+	fgPool *pgxpool.Pool // the API's own connections (foreground.go); nil: none
 	base   querier
 	queue  queue
 	// notifyQueue tells River's producers a job in queue is available
@@ -189,7 +190,12 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 			return nil, err
 		}
 	}
-	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, base: pgQuerier{pool}}, nil
+	fg, err := openForeground(ctx, pc)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}}, nil
 }
 
 // createSchema creates schema if it is missing. IF NOT EXISTS is not safe
@@ -211,6 +217,9 @@ func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 // Close closes the database. Stop River first.
 func (db *DB) Close() error {
 	if db.pool != nil {
+		if db.fgPool != nil {
+			db.fgPool.Close()
+		}
 		db.pool.Close()
 		return nil
 	}
