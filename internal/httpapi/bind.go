@@ -59,12 +59,12 @@ func bind(w http.ResponseWriter, r *http.Request, in any) error {
 		switch fv.Kind() {
 		case reflect.String:
 			fv.SetString(raw)
-		case reflect.Int:
-			n, err := strconv.Atoi(raw)
+		case reflect.Int, reflect.Int64:
+			n, err := strconv.ParseInt(raw, 10, 64)
 			if err != nil {
 				return apperr.New(apperr.Invalid, "%s %s must be a whole number, not %q", from, name, raw)
 			}
-			fv.SetInt(int64(n))
+			fv.SetInt(n)
 		}
 	}
 	return nil

@@ -42,7 +42,10 @@ type world struct {
 	keys     map[string]string // "alice/admin" → key secret
 	sessions map[string]*mcp.ClientSession
 	ops      []*ops.Op
-	bob      struct{ endpoint, event, keyID string }
+	bob      struct {
+		endpoint, event, keyID, delivery string
+		job                              int64
+	}
 }
 
 func newWorld(t *testing.T, eng dbtest.Engine) *world {
@@ -99,6 +102,11 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	_ = json.Unmarshal(keys.body, &list)
 	w.bob.keyID = list.Data[0].ID
 	w.waitDelivered("bob", w.bob.endpoint)
+	ds, err := h.DB.Q().ListDeliveries(ctx, "bob", w.bob.endpoint, 1, "")
+	if err != nil || len(ds) != 1 || ds[0].JobID == 0 {
+		t.Fatalf("bob's delivery: %v %+v", err, ds)
+	}
+	w.bob.delivery, w.bob.job = ds[0].ID, ds[0].JobID
 	return w
 }
 
@@ -329,6 +337,10 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"api_keys.list":               nil,
 		"api_keys.create":             {"role": "admin"},
 		"api_keys.revoke":             {"id": key},
+		"webhooks.activity":           nil,
+		"webhooks.stats":              {"id": ep},
+		"webhooks.delivery":           {"id": ep, "delivery_id": w.bob.delivery},
+		"tasks.get":                   {"job": w.bob.job},
 	}
 }
 
@@ -342,6 +354,9 @@ func withMissingIDs(op *ops.Op, args map[string]any) map[string]any {
 		if f.Tag.Get("path") != "" {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			out[name] = "nobody_01J0000000000000000000000"
+			if f.Type.Kind() == reflect.Int64 {
+				out[name] = 987654321
+			}
 		}
 	}
 	return out
@@ -389,7 +404,7 @@ func TestIsolation(t *testing.T) {
 						}
 						raw, _ := json.Marshal(a)
 						foreign := false // aimed at one of bob's resources
-						for _, id := range []string{w.bob.endpoint, w.bob.event, w.bob.keyID, `"bob"`} {
+						for _, id := range []string{w.bob.endpoint, w.bob.event, w.bob.keyID, `"bob"`, fmt.Sprintf(`"job":%d`, w.bob.job)} {
 							foreign = foreign || bytes.Contains(raw, []byte(id))
 						}
 						for _, role := range []owner.Role{owner.Admin, owner.Publisher} {

@@ -43,11 +43,13 @@ func TestOpenAPIRoutes(t *testing.T) {
 	w.must(w.rest(w.op("owners.create"), w.operator, "", map[string]any{"id": "scratch"}))
 	keyID := field(t, w.must(w.rest(w.op("api_keys.create"), w.operator, "bob", map[string]any{"role": "publisher"})).body, "id")
 	samples := map[string]string{
-		"/api/admin/webhooks/{id}":      w.bob.endpoint,
-		"/api/v1/events/{id}":           w.bob.event,
-		"/api/admin/event_types/{type}": "invoice.paid",
-		"/api/admin/owners/{id}":        "scratch",
-		"/api/admin/api_keys/{id}":      keyID,
+		"/api/admin/webhooks/{id}":                          w.bob.endpoint,
+		"/api/v1/events/{id}":                               w.bob.event,
+		"/api/admin/event_types/{type}":                     "invoice.paid",
+		"/api/admin/owners/{id}":                            "scratch",
+		"/api/admin/api_keys/{id}":                          keyID,
+		"/api/admin/tasks/{job}":                            strconv.FormatInt(w.bob.job, 10),
+		"/api/admin/webhooks/{id}/deliveries/{delivery_id}": w.bob.endpoint + "/deliveries/" + w.bob.delivery,
 	}
 
 	type route struct{ path, method, op string }
@@ -71,10 +73,10 @@ func TestOpenAPIRoutes(t *testing.T) {
 		t.Errorf("document has %d operations, hookd declares %d ops", len(routes), len(w.ops))
 	}
 	for _, r := range routes {
-		url := r.path
+		url, longest := r.path, 0
 		for prefix, v := range samples {
-			if rest, ok := strings.CutPrefix(r.path, prefix); ok {
-				url = prefix[:strings.Index(prefix, "{")] + v + rest
+			if rest, ok := strings.CutPrefix(r.path, prefix); ok && len(prefix) > longest {
+				url, longest = prefix[:strings.Index(prefix, "{")]+v+rest, len(prefix)
 			}
 		}
 		if strings.Contains(url, "{") {

@@ -19,6 +19,8 @@ type Service struct {
 	Engine   *delivery.Service
 	Profiles *profile.Registry
 	Sealer   *endpoint.Sealer
+	// Queue reads River's job rows (task pages, per-attempt errors).
+	Queue store.Queue
 	// EgressAllow is passed to URL checks, so a URL that could never be
 	// delivered is refused at create time.
 	EgressAllow []netip.Prefix
@@ -38,6 +40,9 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.eventOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)
 		s.ops = append(s.ops, s.apiKeyOps()...)
+		s.ops = append(s.ops, s.activityOps()...)
+		s.ops = append(s.ops, s.deliveryOps()...)
+		s.ops = append(s.ops, s.taskOps()...)
 	}
 	return s.ops
 }

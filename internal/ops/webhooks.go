@@ -61,9 +61,13 @@ type UpdateEndpointIn struct {
 }
 
 type DeliveriesIn struct {
-	ID     string `json:"id" path:"id"`
-	Limit  int    `json:"limit,omitempty" query:"limit" jsonschema:"at most this many (default 50, max 500)"`
-	Before string `json:"before,omitempty" query:"before" jsonschema:"page: deliveries older than this delivery id"`
+	ID        string `json:"id" path:"id"`
+	Limit     int    `json:"limit,omitempty" query:"limit" jsonschema:"at most this many (default 50, max 500)"`
+	Before    string `json:"before,omitempty" query:"before" jsonschema:"page: deliveries older than this delivery id"`
+	State     string `json:"state,omitempty" query:"state" jsonschema:"only deliveries in this state: pending, delivered or failed"`
+	EventType string `json:"event_type,omitempty" query:"event_type" jsonschema:"only deliveries of this event type"`
+	Since     string `json:"since,omitempty" query:"since" jsonschema:"only deliveries created at or after this RFC 3339 time"`
+	Until     string `json:"until,omitempty" query:"until" jsonschema:"only deliveries created before this RFC 3339 time"`
 }
 
 type DeliveryView struct {
@@ -259,7 +263,12 @@ func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn)
 		}
 		limit = min(limit, window)
 	}
-	ds, err := q.ListDeliveries(ctx, p.OwnerID, in.ID, limit, in.Before)
+	f, err := in.filter()
+	if err != nil {
+		return nil, err
+	}
+	f.OwnerID, f.EndpointID, f.Limit, f.Before = p.OwnerID, in.ID, limit, in.Before
+	ds, err := q.ListDeliveriesWhere(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -217,21 +217,7 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 // ListDeliveries returns an endpoint's latest deliveries, newest first;
 // before (a delivery id, optional) pages backwards.
 func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limit int, before string) ([]*endpoint.Delivery, error) {
-	rs, err := q.q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND owner_id = $2 AND ($3 = '' OR id < $3)
-		ORDER BY id DESC LIMIT $4`, endpointID, ownerID, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
-	}
-	defer rs.Close()
-	var out []*endpoint.Delivery
-	for rs.Next() {
-		d, err := scanDelivery(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rs.Err()
+	return q.ListDeliveriesWhere(ctx, DeliveryFilter{OwnerID: ownerID, EndpointID: endpointID, Limit: limit, Before: before})
 }
 
 // FailedDeliveries returns up to limit failed deliveries of an endpoint,

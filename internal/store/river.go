@@ -70,6 +70,19 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 
 type queue = Queue
 
+// RiverClient returns the *river.Client under q (a *river.Client[pgx.Tx]
+// or a *river.Client[*sql.Tx]): for River UI, which takes the client
+// itself. nil for anything else.
+func RiverClient(q Queue) any {
+	switch c := q.(type) {
+	case riverQueue[pgx.Tx]:
+		return c.Client
+	case riverQueue[*sql.Tx]:
+		return c.Client
+	}
+	return nil
+}
+
 // WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
 // due at now available at once, if it is scheduled for later (River's
 // JobRetry; a running job is left alone). With notify, on PostgreSQL, it

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+)
+
+// DeliveryFilter selects one endpoint's deliveries for its log, newest
+// first. Zero fields filter nothing.
+type DeliveryFilter struct {
+	OwnerID    string
+	EndpointID string
+	State      endpoint.DeliveryState
+	EventType  string
+	// Since and Until bound created_at: [Since, Until).
+	Since, Until time.Time
+	// Before pages backwards: deliveries older than this delivery id.
+	Before string
+	Limit  int
+}
+
+// ListDeliveriesWhere returns the deliveries f selects, newest first. The
+// (endpoint_id, id) index serves the order, so a page costs its rows, not
+// the endpoint's whole log.
+func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpoint.Delivery, error) {
+	var sb strings.Builder
+	args := []any{f.EndpointID, f.OwnerID}
+	sb.WriteString(`SELECT ` + deliveryCols + ` FROM hookd_deliveries WHERE endpoint_id = $1 AND owner_id = $2`)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&sb, " AND "+cond, len(args))
+	}
+	if f.State != "" {
+		add("state = $%d", string(f.State))
+	}
+	if f.EventType != "" {
+		add("event_type = $%d", f.EventType)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $%d", ts(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("created_at < $%d", ts(f.Until))
+	}
+	if f.Before != "" {
+		add("id < $%d", f.Before)
+	}
+	args = append(args, f.Limit)
+	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
+	rs, err := q.q.query(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rs.Close()
+	var out []*endpoint.Delivery
+	for rs.Next() {
+		d, err := scanDelivery(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rs.Err()
+}
+
+// GetDelivery returns one delivery of one of an owner's endpoints.
+func (q *Q) GetDelivery(ctx context.Context, ownerID, endpointID, id string) (*endpoint.Delivery, error) {
+	d, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE id = $1 AND endpoint_id = $2 AND owner_id = $3`, id, endpointID, ownerID))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "delivery %q not found", id)
+	}
+	return d, err
+}
+
+// Activity is one endpoint's recent deliveries: counts since a time and
+// its latest attempted delivery.
+type Activity struct {
+	EndpointID string
+	// Deliveries and Failures count deliveries created since the cut-off;
+	// a failure is one that failed or is being retried.
+	Deliveries, Failures int
+	Last                 *endpoint.Delivery
+}
+
+// EndpointActivity returns the activity of every endpoint of ownerID since
+// since, keyed by endpoint id (endpoints with no deliveries are absent).
+func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Time) (map[string]*Activity, error) {
+	out := map[string]*Activity{}
+	get := func(id string) *Activity {
+		a := out[id]
+		if a == nil {
+			a = &Activity{EndpointID: id}
+			out[id] = a
+		}
+		return a
+	}
+	rs, err := q.q.query(ctx, `SELECT e.id, count(*), COALESCE(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
+		FROM hookd_endpoints e JOIN hookd_deliveries d ON d.endpoint_id = e.id AND d.created_at >= $2
+		WHERE e.owner_id = $1 GROUP BY e.id`, ownerID, ts(since))
+	if err != nil {
+		return nil, fmt.Errorf("endpoint activity: %w", err)
+	}
+	for rs.Next() {
+		var id string
+		var n, failed int
+		if err := rs.Scan(&id, &n, &failed); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		a := get(id)
+		a.Deliveries, a.Failures = n, failed
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("endpoint activity: %w", err)
+	}
+	// The latest attempted delivery of each endpoint: one backwards step
+	// down its (endpoint_id, id) index each.
+	rs, err = q.q.query(ctx, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
+		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 ORDER BY x.id DESC LIMIT 1)
+		WHERE e.owner_id = $1`, ownerID)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint last delivery: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		d, err := scanDelivery(rs)
+		if err != nil {
+			return nil, err
+		}
+		get(d.EndpointID).Last = d
+	}
+	return out, rs.Err()
+}
+
+// HourCount is how many of an endpoint's deliveries created in one hour
+// stand in one state.
+type HourCount struct {
+	Hour  int // hours after the window's start
+	State endpoint.DeliveryState
+	Count int
+}
+
+// HourlyOutcomes counts an endpoint's deliveries created in [since, since+hours h)
+// by hour and state.
+func (q *Q) HourlyOutcomes(ctx context.Context, ownerID, endpointID string, since time.Time, hours int) ([]HourCount, error) {
+	rs, err := q.q.query(ctx, `SELECT (created_at - $3) / 3600000000, state, count(*) FROM hookd_deliveries
+		WHERE endpoint_id = $1 AND owner_id = $2 AND created_at >= $3 AND created_at < $4 GROUP BY (created_at - $3) / 3600000000, state`,
+		endpointID, ownerID, ts(since), ts(since.Add(time.Duration(hours)*time.Hour)))
+	if err != nil {
+		return nil, fmt.Errorf("hourly outcomes: %w", err)
+	}
+	defer rs.Close()
+	var out []HourCount
+	for rs.Next() {
+		var h HourCount
+		if err := rs.Scan(&h.Hour, &h.State, &h.Count); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rs.Err()
+}
+
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, p := range parts {
+		parts[i] = prefix + p
+	}
+	return strings.Join(parts, ", ")
+}
