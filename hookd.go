@@ -63,6 +63,9 @@ type Hookd struct {
 	ownRiver  store.Queue // hookd's own client, started by Start when Work
 	api       *httpapi.Server
 	usesYours bool // UseRiver was called
+	// uiCtx bounds River UI's background services; Close ends it.
+	uiCtx  context.Context
+	stopUI context.CancelFunc
 }
 
 func init() {
@@ -155,11 +158,12 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
+	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
 	h := &Hookd{
 		cfg: cfg, db: db, engine: engine, ops: opsSvc, queue: queue, ownRiver: queue,
 		api: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log},
 	}
+	h.uiCtx, h.stopUI = context.WithCancel(context.Background())
 	return h, nil
 }
 
@@ -193,6 +197,7 @@ func (h *Hookd) Stop(ctx context.Context) error {
 // Close closes the database hookd opened (after Stop). A pool or *sql.DB
 // given to OpenPool or OpenDB stays open: it is yours.
 func (h *Hookd) Close() error {
+	h.stopUI()
 	if !h.ownsDB {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hookd/hookd/internal/console"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/openapi"
 )
@@ -12,8 +13,10 @@ import (
 // Handler serves hookd's HTTP API at the root of a server of its own: the
 // admin and publish API under /api/, the MCP tools over streamable HTTP at
 // /mcp, the OpenAPI document at /openapi.json, and the task page at
-// /admin/tasks. Every route but the document authenticates with an API key
-// (Authorization: Bearer, see CreateAPIKey). To serve it inside your own
+// /admin/tasks, and the web console at /admin/ (/ redirects there). Every
+// route but the document and the console's sign-in page authenticates with
+// an API key (Authorization: Bearer, see CreateAPIKey; the console signs in
+// with one). To serve it inside your own
 // server, under a path of your choice, use Mount.
 func (h *Hookd) Handler() http.Handler {
 	handler, err := h.handler("")
@@ -47,8 +50,8 @@ func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error {
 }
 
 // handler is every projection of the ops on one mux, for a server that
-// reaches it under prefix. The console, once it lands, mounts here too
-// (its links need the prefix).
+// reaches it under prefix. The console (the web page at /admin/, with River
+// UI for operators) is served at the root only: its links are absolute.
 func (h *Hookd) handler(prefix string) (http.Handler, error) {
 	tools, err := mcpserver.New(mcpserver.Config{Ops: h.ops, Log: h.cfg.Log})
 	if err != nil {
@@ -63,5 +66,20 @@ func (h *Hookd) handler(prefix string) (http.Handler, error) {
 		"/mcp":              tools.Handler(h.api.Authenticate),
 		"GET /openapi.json": doc,
 	}
+	if prefix == "" {
+		if api.Console, err = h.console(); err != nil {
+			return nil, err
+		}
+	}
 	return api.Handler(), nil
+}
+
+// console builds the web page on hookd's ops, with River UI on the River
+// client hookd reads its jobs with.
+func (h *Hookd) console() (http.Handler, error) {
+	tasks, err := console.NewRiverUI(h.uiCtx, h.queue, h.cfg.Log.With("component", "riverui"))
+	if err != nil {
+		return nil, err
+	}
+	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
 }

@@ -19,8 +19,11 @@ type Server struct {
 	DB    *store.DB
 	Queue store.Queue
 	Log   *slog.Logger
-	// Extra mounts more handlers (MCP, UI) on the same mux.
+	// Extra mounts more handlers (MCP, OpenAPI) on the same mux.
 	Extra map[string]http.Handler
+	// Console, when set, is the web page: it answers /, /admin/… and
+	// GET /admin/tasks for a browser (a request without a bearer key).
+	Console http.Handler
 }
 
 // Handler returns the HTTP handler: every op's route, /healthz, the job page.
@@ -30,7 +33,11 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(op.Method+" "+op.Path, s.opHandler(op))
 	}
 	mux.HandleFunc("GET /healthz", s.health)
-	mux.HandleFunc("GET /admin/tasks", s.task)
+	mux.HandleFunc("GET /admin/tasks", s.tasks)
+	if s.Console != nil {
+		mux.Handle("/admin/", s.Console)
+		mux.Handle("/{$}", s.Console)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
@@ -38,6 +45,15 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	return mux
+}
+
+// tasks answers a bearer key with JSON and a browser with the console.
+func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {
+	if s.Console != nil && r.Header.Get("Authorization") == "" {
+		s.Console.ServeHTTP(w, r)
+		return
+	}
+	s.TaskJSON(w, r)
 }
 
 func (s *Server) opHandler(op *ops.Op) http.Handler {

@@ -1,0 +1,76 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+
+	"github.com/hookd/hookd/internal/ops"
+)
+
+type endpointData struct {
+	Endpoint   *ops.EndpointView
+	Chart      template.HTML
+	Totals     ops.HourOutcomes
+	Deliveries *ops.DeliveryList
+	Notice     string
+}
+
+// notices are what the endpoint page says after an action (?done=…).
+func notice(r *http.Request, w words) string {
+	switch r.URL.Query().Get("done") {
+	case "saved":
+		return "Saved."
+	case "enabled":
+		return "Enabled: its failure state is cleared and deliveries resume."
+	case "disabled":
+		return "Disabled: it gets no new deliveries until you enable it."
+	case "test":
+		return "Test event sent; its delivery appears below."
+	case "redelivered":
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if n == 0 {
+			return "Nothing to redeliver: this " + w.Endpoint + " has no failed deliveries."
+		}
+		return fmt.Sprintf("%d failed deliveries queued again.", n)
+	}
+	return ""
+}
+
+func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	ref := &ops.EndpointRef{ID: r.PathValue("id")}
+	e, err := callAs[ops.EndpointView](ctx, c, s, "webhooks.get", ref)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	st, err := callAs[ops.EndpointStats](ctx, c, s, "webhooks.stats", ref)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ds, err := callAs[ops.DeliveryList](ctx, c, s, "webhooks.deliveries", &ops.DeliveriesIn{ID: e.ID, Limit: 20})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds}
+	for _, h := range st.Hours {
+		d.Totals.Delivered += h.Delivered
+		d.Totals.Failed += h.Failed
+		d.Totals.Pending += h.Pending
+	}
+	v := c.wordsOf(r, s)
+	d.Notice = notice(r, v)
+	c.render(w, r, http.StatusOK, "endpoint", s, e.URL, d)
+}
+
+// wordsOf is the session owner's words (the layout's, for handlers).
+func (c *Console) wordsOf(r *http.Request, s *session) words {
+	if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
+		return wordsFor(o.Profile)
+	}
+	return standardWords
+}

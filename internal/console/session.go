@@ -1,0 +1,242 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
+)
+
+const cookieName = "hookd_session"
+
+// session is a signed-in browser: the stored session and its token's CSRF
+// value.
+type session struct {
+	*store.Session
+	hash []byte
+	csrf string
+}
+
+func (s *session) principal() ops.Principal {
+	return ops.Principal{KeyID: s.KeyID, Role: s.Role, OwnerID: s.OwnerID}
+}
+
+func (s *session) operator() bool { return s.Role == owner.Operator }
+
+// csrfToken derives the session's CSRF token from its secret token: the
+// database holds only SHA-256(token), from which it cannot be computed.
+func csrfToken(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("hookd console csrf"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte("hookd console session:" + token))
+	return h[:]
+}
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, s *session)
+
+// authed resolves the session cookie, refusing (sign-in page for a GET, 401
+// otherwise) when there is none, it expired, or its key was revoked; and
+// checks Origin and the CSRF token on every state change.
+func (c *Console) authed(h authedHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, err := c.session(r)
+		if err != nil {
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "application/json" {
+				http.Redirect(w, r, "/admin/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.fail(w, r, nil, err)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := checkOrigin(r); err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			got := r.Header.Get("X-CSRF-Token")
+			if got == "" {
+				got = r.PostFormValue("csrf")
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+				c.fail(w, r, s, apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again"))
+				return
+			}
+		}
+		h(w, r, s)
+	})
+}
+
+func (c *Console) session(r *http.Request) (*session, error) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil || ck.Value == "" {
+		return nil, apperr.New(apperr.Unauthorized, "not signed in: sign in at /admin/signin")
+	}
+	hash := hashToken(ck.Value)
+	st, err := c.cfg.DB.Q().SessionByHash(r.Context(), hash, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	if st.Revoked {
+		// A revoked key ends its sessions at their next request.
+		if err := c.cfg.DB.Q().DeleteSession(r.Context(), hash); err != nil {
+			c.cfg.Log.Warn("end revoked session", "err", err)
+		}
+		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)
+	}
+	return &session{Session: st, hash: hash, csrf: csrfToken(ck.Value)}, nil
+}
+
+// checkOrigin refuses a state change whose Origin (or, without one, whose
+// Referer) is not this site: a cross-site form post.
+func checkOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		if ref, err := url.Parse(r.Header.Get("Referer")); err == nil && ref.Host != "" {
+			origin = ref.Scheme + "://" + ref.Host
+		}
+	}
+	if origin == "" || origin == "null" {
+		return apperr.New(apperr.Forbidden, "a state change needs an Origin header (sent by every browser): refused")
+	}
+	u, err := url.Parse(origin)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
+		return apperr.New(apperr.Forbidden, "origin %q is not this site (%s): cross-site requests are refused", origin, r.Host)
+	}
+	return nil
+}
+
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+type signinData struct {
+	Next, Error string
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	if _, err := c.session(r); err == nil {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "signin", nil, "Sign in", signinData{Next: r.URL.Query().Get("next")})
+}
+
+// signin starts a session from an API key of role admin or operator.
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	next := r.PostFormValue("next")
+	again := func(status int, msg string) {
+		c.render(w, r, status, "signin", nil, "Sign in", signinData{Next: next, Error: msg})
+	}
+	if err := checkOrigin(r); err != nil {
+		again(http.StatusForbidden, apperr.MessageOf(err))
+		return
+	}
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	if key == "" {
+		again(http.StatusUnprocessableEntity, "Enter an API key (create one with `hookd apikey create --owner NAME`).")
+		return
+	}
+	ctx := r.Context()
+	k, err := c.cfg.DB.Q().APIKeyByHash(ctx, owner.HashKey(key))
+	switch {
+	case apperr.CodeOf(err) == apperr.Unauthorized:
+		again(http.StatusUnauthorized, "This API key is not recognised.")
+		return
+	case err != nil:
+		c.fail(w, r, nil, err)
+		return
+	case k.RevokedAt != nil:
+		again(http.StatusUnauthorized, "This API key was revoked.")
+		return
+	case k.Role != owner.Admin && k.Role != owner.Operator:
+		again(http.StatusForbidden, "This is a "+string(k.Role)+" key: the console needs an admin key (one owner) or an operator key (every owner).")
+		return
+	}
+	token, err := newToken()
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	now := c.cfg.Now()
+	ownerID := k.OwnerID
+	if k.Role == owner.Operator {
+		ownerID = c.firstOwner(ctx)
+	}
+	if err := c.cfg.DB.Q().CreateSession(ctx, hashToken(token), k.ID, ownerID, now, now.Add(c.cfg.SessionTTL)); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	// Expired sessions go when anyone signs in: no job of their own.
+	if _, err := c.cfg.DB.Q().PruneSessions(ctx, now); err != nil {
+		c.cfg.Log.Warn("prune console sessions", "err", err)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secureRequest(r), MaxAge: int(c.cfg.SessionTTL.Seconds())})
+	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
+}
+
+func (c *Console) firstOwner(ctx context.Context) string {
+	all, err := c.cfg.DB.Q().ListOwners(ctx)
+	if err != nil || len(all) == 0 {
+		return ""
+	}
+	return all[0].ID
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := c.cfg.DB.Q().DeleteSession(r.Context(), s.hash); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	http.Redirect(w, r, "/admin/signin", http.StatusSeeOther)
+}
+
+// switchOwner lets an operator act on another owner (owners.get checks it
+// exists and that the key may).
+func (c *Console) switchOwner(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PostFormValue("owner")
+	if !s.operator() {
+		c.fail(w, r, s, apperr.New(apperr.Forbidden, "only an operator session can switch owners"))
+		return
+	}
+	if _, err := c.call(r.Context(), s, "owners.get", &ops.OwnerRef{ID: id}); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if err := c.cfg.DB.Q().SetSessionOwner(r.Context(), s.hash, id); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+}
+
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// safeNext keeps a post-sign-in redirect on this site's console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/admin/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/admin/webhooks"
+	}
+	return next
+}

@@ -1,0 +1,77 @@
+package console
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// TasksPrefix is where River UI is mounted.
+const TasksPrefix = "/admin/tasks"
+
+// NewRiverUI builds River UI on hookd's River client (either engine) and
+// starts its background services until ctx ends.
+func NewRiverUI(ctx context.Context, q store.Queue, log *slog.Logger) (http.Handler, error) {
+	opts := &riverui.HandlerOpts{Logger: log, Prefix: TasksPrefix}
+	switch c := store.RiverClient(q).(type) {
+	case *river.Client[pgx.Tx]:
+		opts.Endpoints = riverui.NewEndpoints(c, nil)
+	case *river.Client[*sql.Tx]:
+		opts.Endpoints = riverui.NewEndpoints(c, nil)
+	default:
+		return nil, fmt.Errorf("river ui: unsupported River client %T", c)
+	}
+	h, err := riverui.NewHandler(opts)
+	if err != nil {
+		return nil, fmt.Errorf("river ui: %w", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, fmt.Errorf("river ui: start: %w", err)
+	}
+	return h, nil
+}
+
+// riverUI serves River UI to operator sessions only: it shows every
+// owner's jobs.
+func (c *Console) riverUI(w http.ResponseWriter, r *http.Request, s *session) {
+	if !s.operator() {
+		c.fail(w, r, s, apperr.New(apperr.Forbidden, "River UI shows every owner's jobs, so only operator sessions open it; your delivery log links to each job's own page"))
+		return
+	}
+	if c.cfg.Tasks == nil {
+		c.fail(w, r, s, notFound("River UI is not mounted in this process"))
+		return
+	}
+	c.cfg.Tasks.ServeHTTP(w, r)
+}
+
+// task is a delivery log's job link: an operator goes to River UI's job
+// page, an admin sees hookd's own owner-checked page (tasks.get).
+func (c *Console) task(w http.ResponseWriter, r *http.Request, s *session) {
+	id, err := strconv.ParseInt(r.URL.Query().Get("job"), 10, 64)
+	if err != nil || id <= 0 {
+		c.fail(w, r, s, apperr.New(apperr.Invalid, "query parameter job must be a job id, e.g. /admin/tasks?job=42"))
+		return
+	}
+	if s.operator() && c.cfg.Tasks != nil {
+		http.Redirect(w, r, TasksPrefix+"/jobs/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		return
+	}
+	t, err := callAs[ops.TaskView](r.Context(), c, s, "tasks.get", &ops.TaskRef{Job: id})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "task", s, fmt.Sprintf("Task %d", id), t)
+}

@@ -1,0 +1,63 @@
+package console
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/ops"
+)
+
+// typeGroup is the event types sharing a prefix (the part before the first
+// dot): the form offers "all of this group" (prefix.*) beside each.
+type typeGroup struct {
+	Name  string
+	Types []*event.Type
+}
+
+func groupTypes(ts []*event.Type) []typeGroup {
+	var out []typeGroup
+	idx := map[string]int{}
+	for _, t := range ts {
+		g, _, _ := strings.Cut(t.Name, ".")
+		i, ok := idx[g]
+		if !ok {
+			i = len(out)
+			idx[g] = i
+			out = append(out, typeGroup{Name: g})
+		}
+		out[i].Types = append(out[i].Types, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func sorted(ss []string) []string {
+	sort.Strings(ss)
+	return ss
+}
+
+type typesData struct {
+	Types []*event.Type
+	Error string
+}
+
+func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session) {
+	ts, err := callAs[ops.EventTypeList](r.Context(), c, s, "event_types.list", &ops.Empty{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "event_types", s, "Event types", typesData{Types: ts.Data})
+}
+
+// putEventType marks a type webhook or internal, keeping its description.
+func (c *Console) putEventType(w http.ResponseWriter, r *http.Request, s *session) {
+	in := &ops.PutEventTypeIn{Name: r.PathValue("name"), Exposure: r.PostFormValue("exposure"), Description: r.PostFormValue("description")}
+	if _, err := c.call(r.Context(), s, "event_types.put", in); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/event_types#type-"+in.Name, http.StatusSeeOther)
+}

@@ -1,0 +1,290 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/ops"
+)
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request, _ *session) {
+	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+}
+
+type endpointRow struct {
+	*ops.EndpointView
+	*ops.EndpointActivity
+}
+
+type listData struct {
+	Rows    []endpointRow
+	NoOwner bool
+}
+
+func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *session) {
+	if s.OwnerID == "" {
+		c.render(w, r, http.StatusOK, "endpoints", s, "Webhooks", listData{NoOwner: true})
+		return
+	}
+	ctx := r.Context()
+	eps, err := callAs[ops.EndpointList](ctx, c, s, "webhooks.list", &ops.Empty{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	act, err := callAs[ops.ActivityList](ctx, c, s, "webhooks.activity", &ops.Empty{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	byID := map[string]*ops.EndpointActivity{}
+	for _, a := range act.Data {
+		byID[a.EndpointID] = a
+	}
+	d := listData{Rows: make([]endpointRow, len(eps.Data))}
+	for i, e := range eps.Data {
+		a := byID[e.ID]
+		if a == nil {
+			a = &ops.EndpointActivity{EndpointID: e.ID}
+		}
+		d.Rows[i] = endpointRow{EndpointView: e, EndpointActivity: a}
+	}
+	c.render(w, r, http.StatusOK, "endpoints", s, "Webhooks", d)
+}
+
+// endpointForm is the new and edit form: what the user typed, kept when
+// the server refuses it, with each error next to its field.
+type endpointForm struct {
+	ID          string
+	URL         string
+	Description string
+	Enabled     bool
+	Selected    map[string]bool
+	Other       string
+	Groups      []typeGroup
+	Errors      map[string]string
+}
+
+func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	f := &endpointForm{Enabled: true, Selected: map[string]bool{}}
+	c.showForm(w, r, s, http.StatusOK, f)
+}
+
+func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.get", &ops.EndpointRef{ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, Selected: map[string]bool{}}
+	for _, g := range e.EventTypes {
+		f.Selected[g] = true
+	}
+	c.showForm(w, r, s, http.StatusOK, f)
+}
+
+func (c *Console) showForm(w http.ResponseWriter, r *http.Request, s *session, status int, f *endpointForm) {
+	types, err := callAs[ops.EventTypeList](r.Context(), c, s, "webhooks.event_types", &ops.Empty{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	f.Groups = groupTypes(types.Data)
+	// Globs that match no checkbox (typed by hand, or set through the API)
+	// stay in the "other" field so an edit keeps them.
+	var other []string
+	known := map[string]bool{"*": true}
+	for _, g := range f.Groups {
+		known[g.Name+".*"] = true
+		for _, t := range g.Types {
+			known[t.Name] = true
+		}
+	}
+	for g := range f.Selected {
+		if !known[g] {
+			other = append(other, g)
+		}
+	}
+	if f.Other == "" {
+		f.Other = strings.Join(sorted(other), ", ")
+	}
+	title := "New endpoint"
+	if f.ID != "" {
+		title = "Edit endpoint"
+	}
+	c.render(w, r, status, "endpoint_form", s, title, f)
+}
+
+// readForm reads the endpoint form: ticked types, then the "other" globs.
+func readForm(r *http.Request) *endpointForm {
+	f := &endpointForm{
+		ID: r.PathValue("id"), URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
+		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
+	}
+	for _, t := range r.PostForm["types"] {
+		f.Selected[t] = true
+	}
+	return f
+}
+
+func (f *endpointForm) globs() []string {
+	out := []string{}
+	seen := map[string]bool{}
+	add := func(g string) {
+		if g = strings.TrimSpace(g); g != "" && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	for g := range f.Selected {
+		add(g)
+	}
+	for _, g := range strings.FieldsFunc(f.Other, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		add(g)
+	}
+	return sorted(out)
+}
+
+// refuse re-renders the form with the op's message next to the field it
+// names (the ops' messages start with the field they are about).
+func (c *Console) refuse(w http.ResponseWriter, r *http.Request, s *session, f *endpointForm, err error) {
+	if apperr.CodeOf(err) != apperr.Invalid {
+		c.fail(w, r, s, err)
+		return
+	}
+	f.Errors = map[string]string{fieldOf(apperr.MessageOf(err)): apperr.MessageOf(err)}
+	c.showForm(w, r, s, http.StatusUnprocessableEntity, f)
+}
+
+func fieldOf(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "url"):
+		return "url"
+	case strings.HasPrefix(msg, "description"):
+		return "description"
+	case strings.HasPrefix(msg, "event type"), strings.HasPrefix(msg, "event_types"):
+		return "types"
+	}
+	return "form"
+}
+
+type secretData struct {
+	Endpoint *ops.EndpointView
+	Created  bool
+}
+
+func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	f := readForm(r)
+	enabled := f.Enabled
+	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled}
+	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
+	if err != nil {
+		c.refuse(w, r, s, f, err)
+		return
+	}
+	c.render(w, r, http.StatusCreated, "secret", s, "Endpoint created", secretData{Endpoint: e, Created: true})
+}
+
+func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	f := readForm(r)
+	globs := f.globs()
+	in := &ops.UpdateEndpointIn{ID: f.ID, URL: &f.URL, Description: &f.Description, EventTypes: &globs}
+	if _, err := c.call(r.Context(), s, "webhooks.update", in); err != nil {
+		c.refuse(w, r, s, f, err)
+		return
+	}
+	done(w, r, f.ID, "saved", 0)
+}
+
+func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	on := r.PostFormValue("enabled") == "true"
+	if _, err := c.call(r.Context(), s, "webhooks.update", &ops.UpdateEndpointIn{ID: id, Enabled: &on}); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	done(w, r, id, map[bool]string{true: "enabled", false: "disabled"}[on], 0)
+}
+
+type confirmData struct {
+	Endpoint *ops.EndpointView
+}
+
+// deleteEndpoint asks first: only a post with confirm=yes deletes.
+func (c *Console) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	if r.PostFormValue("confirm") != "yes" {
+		e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.get", &ops.EndpointRef{ID: id})
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.render(w, r, http.StatusOK, "confirm_delete", s, "Delete endpoint", confirmData{Endpoint: e})
+		return
+	}
+	if _, err := c.call(r.Context(), s, "webhooks.delete", &ops.EndpointRef{ID: id}); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/webhooks?deleted="+url.QueryEscape(id), http.StatusSeeOther)
+}
+
+func (c *Console) rotateSecret(w http.ResponseWriter, r *http.Request, s *session) {
+	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.rotate_secret", &ops.EndpointRef{ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "secret", s, "Secret rotated", secretData{Endpoint: e})
+}
+
+func (c *Console) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	out, err := callAs[ops.TestSent](r.Context(), c, s, "webhooks.send_test", &ops.EndpointRef{ID: id})
+	if err != nil {
+		if wantsJSON(r) {
+			writeJSON(w, apperr.Status(apperr.CodeOf(err)), map[string]string{"error": apperr.MessageOf(err)})
+			return
+		}
+		c.fail(w, r, s, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusAccepted, out)
+		return
+	}
+	done(w, r, id, "test", 0)
+}
+
+func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	out, err := callAs[ops.Redelivered](r.Context(), c, s, "webhooks.redeliver", &ops.EndpointRef{ID: id})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	done(w, r, id, "redelivered", out.Redelivered)
+}
+
+// done sends the browser back to the endpoint page, saying what happened.
+func done(w http.ResponseWriter, r *http.Request, id, what string, n int) {
+	u := "/admin/webhooks/" + url.PathEscape(id) + "?done=" + what
+	if what == "redelivered" {
+		u += "&n=" + strconv.Itoa(n)
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,28 @@
+package console
+
+// words are what the pages call things: seed 000's words for the standard
+// profile, seed 002's for kwork (subscriptions, delivery records).
+type words struct {
+	Section   string // the nav entry
+	Endpoint  string // one
+	Endpoints string // many
+	Log       string // the delivery log
+	LogNote   string // what the log keeps
+}
+
+var standardWords = words{
+	Section: "Webhooks", Endpoint: "endpoint", Endpoints: "endpoints", Log: "Delivery log",
+	LogNote: "Newest first. Each row links to the River job that delivers it.",
+}
+
+var kworkWords = words{
+	Section: "Event subscriptions", Endpoint: "subscription", Endpoints: "subscriptions", Log: "Delivery records",
+	LogNote: "The latest 50 deliveries: type, time, sends, last status or error, state. Finished records are deleted after 30 days.",
+}
+
+func wordsFor(profile string) words {
+	if profile == "kwork" {
+		return kworkWords
+	}
+	return standardWords
+}
