@@ -224,6 +224,13 @@ func (p *page) timed() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(p.tab, 30*time.Second)
 }
 
+// timedFor bounds one step of q to d (its caller reports the failure).
+func (p *page) timedFor(q *page, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(q.tab, d)
+	p.t.Cleanup(cancel)
+	return ctx
+}
+
 func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
 	ctx, cancel := p.timed()

@@ -91,8 +91,9 @@ func (c *Console) session(r *http.Request) (*session, error) {
 		return nil, err
 	}
 	if st.Revoked {
-		// A revoked key ends its sessions at their next request.
-		if err := c.cfg.DB.Q().DeleteSession(r.Context(), hash); err != nil {
+		// A revoked key ends its sessions at their next request: this
+		// one, and with it every other of the key.
+		if err := c.cfg.DB.Q().DeleteKeySessions(r.Context(), st.KeyID); err != nil {
 			c.cfg.Log.Warn("end revoked session", "err", err)
 		}
 		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)

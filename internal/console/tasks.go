@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -20,8 +21,10 @@ import (
 // TasksPrefix is where River UI is mounted.
 const TasksPrefix = "/admin/tasks"
 
-// NewRiverUI builds River UI on hookd's River client (either engine) and
-// starts its background services until ctx ends.
+// NewRiverUI builds River UI on hookd's River client (either engine). Its
+// background services (job-count caches, a few queries a minute) start at
+// its first request and run until ctx ends: a process nobody opens River UI
+// on pays nothing for it.
 func NewRiverUI(ctx context.Context, q store.Queue, log *slog.Logger) (http.Handler, error) {
 	opts := &riverui.HandlerOpts{Logger: log, Prefix: TasksPrefix}
 	switch c := store.RiverClient(q).(type) {
@@ -36,10 +39,28 @@ func NewRiverUI(ctx context.Context, q store.Queue, log *slog.Logger) (http.Hand
 	if err != nil {
 		return nil, fmt.Errorf("river ui: %w", err)
 	}
-	if err := h.Start(ctx); err != nil {
-		return nil, fmt.Errorf("river ui: start: %w", err)
+	return &lazyStart{ctx: ctx, h: h, log: log}, nil
+}
+
+type lazyStart struct {
+	ctx  context.Context
+	h    *riverui.Handler
+	log  *slog.Logger
+	once sync.Once
+	err  error
+}
+
+func (l *lazyStart) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.once.Do(func() {
+		if l.err = l.h.Start(l.ctx); l.err != nil {
+			l.log.Error("river ui: start", "err", l.err)
+		}
+	})
+	if l.err != nil {
+		http.Error(w, "River UI did not start; see the server log", http.StatusInternalServerError)
+		return
 	}
-	return h, nil
+	l.h.ServeHTTP(w, r)
 }
 
 // riverUI serves River UI to operator sessions only: it shows every

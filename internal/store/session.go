@@ -67,6 +67,14 @@ func (q *Q) DeleteSession(ctx context.Context, hash []byte) error {
 	return nil
 }
 
+// DeleteKeySessions ends every session of a key (it was revoked).
+func (q *Q) DeleteKeySessions(ctx context.Context, keyID string) error {
+	if _, err := q.q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE key_id = $1`, keyID); err != nil {
+		return fmt.Errorf("delete key sessions: %w", err)
+	}
+	return nil
+}
+
 // PruneSessions deletes sessions that expired before now.
 func (q *Q) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
 	n, err := q.q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE expires_at <= $1`, ts(now))
