@@ -33,6 +33,15 @@ func TestEventTypes(t *testing.T) {
 	if err != nil || exp != event.Webhook {
 		t.Fatalf("exposure %q %v", exp, err)
 	}
+	// Changing the exposure of a scoped type keeps it scoped.
+	p.open("/admin/event_types")
+	if row := p.text(`tr[id="type-invoice.voided"]`); !strings.Contains(row, "scoped") {
+		t.Fatalf("scoped invoice.voided row says %q", row)
+	}
+	p.click(`tr[id="type-invoice.voided"] button`)
+	if row := p.text(`tr[id="type-invoice.voided"]`); !strings.Contains(row, "internal") || !strings.Contains(row, "scoped") {
+		t.Errorf("after marking it internal the row says %q (it must stay scoped)", row)
+	}
 	p.open("/admin/webhooks/new")
 	if !strings.Contains(p.text("fieldset.types"), "order.audit") {
 		t.Error("the type marked webhook is not offered on the form")

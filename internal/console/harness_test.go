@@ -39,7 +39,7 @@ type site struct {
 
 var catalog = []event.Type{
 	{Name: "invoice.paid", Exposure: event.Webhook, Description: "An invoice was paid."},
-	{Name: "invoice.voided", Exposure: event.Webhook, Description: "An invoice was voided."},
+	{Name: "invoice.voided", Exposure: event.Webhook, Scoped: true, Description: "An invoice was voided."},
 	{Name: "order.shipped", Exposure: event.Webhook, Description: "An order left the warehouse."},
 	{Name: "order.audit", Exposure: event.Internal, Description: "Internal bookkeeping; never leaves hookd."},
 }

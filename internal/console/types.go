@@ -52,9 +52,10 @@ func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session)
 	c.render(w, r, http.StatusOK, "event_types", s, "Event types", typesData{Types: ts.Data})
 }
 
-// putEventType marks a type webhook or internal, keeping its description.
+// putEventType marks a type webhook or internal, keeping its description
+// and whether it is scoped.
 func (c *Console) putEventType(w http.ResponseWriter, r *http.Request, s *session) {
-	in := &ops.PutEventTypeIn{Name: r.PathValue("name"), Exposure: r.PostFormValue("exposure"), Description: r.PostFormValue("description")}
+	in := &ops.PutEventTypeIn{Name: r.PathValue("name"), Exposure: r.PostFormValue("exposure"), Scoped: r.PostFormValue("scoped") == "true", Description: r.PostFormValue("description")}
 	if _, err := c.call(r.Context(), s, "event_types.put", in); err != nil {
 		c.fail(w, r, s, err)
 		return

@@ -76,27 +76,13 @@ func (s *Service) stats(ctx context.Context, p Principal, in *EndpointRef) (*End
 	const hours = 24
 	// Whole hours, the current one last.
 	start := s.now().Truncate(time.Hour).Add(-(hours - 1) * time.Hour)
-	counts, err := q.HourlyOutcomes(ctx, p.OwnerID, in.ID, start, hours)
+	counts, err := q.HourlyOutcomes(ctx, in.ID, start, hours)
 	if err != nil {
 		return nil, err
 	}
 	out := &EndpointStats{EndpointID: in.ID, Hours: make([]*HourOutcomes, hours)}
-	for i := range out.Hours {
-		out.Hours[i] = &HourOutcomes{Start: start.Add(time.Duration(i) * time.Hour)}
-	}
-	for _, c := range counts {
-		if c.Hour < 0 || c.Hour >= hours {
-			continue
-		}
-		h := out.Hours[c.Hour]
-		switch c.State {
-		case endpoint.Delivered:
-			h.Delivered += c.Count
-		case endpoint.Failed:
-			h.Failed += c.Count
-		default:
-			h.Pending += c.Count
-		}
+	for i, c := range counts {
+		out.Hours[i] = &HourOutcomes{Start: start.Add(time.Duration(i) * time.Hour), Delivered: c.Delivered, Failed: c.Failed, Pending: c.Pending}
 	}
 	return out, nil
 }

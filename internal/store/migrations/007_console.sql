@@ -14,3 +14,10 @@ CREATE INDEX IF NOT EXISTS hookd_console_sessions_expires ON hookd_console_sessi
 -- The console's delivery log pages an endpoint's deliveries newest first by
 -- id, filtered by state, type or time: (endpoint_id, id) serves the order.
 CREATE INDEX IF NOT EXISTS hookd_deliveries_endpoint_id ON hookd_deliveries (endpoint_id, id);
+-- The endpoint list's 24 h counts and the endpoint page's hourly chart
+-- read state and attempts of an endpoint's recent deliveries: covering them
+-- makes both index-only range scans. It replaces 001's
+-- (endpoint_id, created_at), a prefix of it, so the table keeps its count
+-- of indexes on that side.
+CREATE INDEX IF NOT EXISTS hookd_deliveries_endpoint_recent ON hookd_deliveries (endpoint_id, created_at, state, attempts);
+DROP INDEX IF EXISTS hookd_deliveries_endpoint;
