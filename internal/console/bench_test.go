@@ -16,13 +16,14 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/store"
 )
 
 // benchSite is hookd without workers, a signed-in admin cookie, and data
 // written straight to the store (the pages are what is measured).
 type benchSite struct {
-	h      *hookd.Hookd
+	h      *parts.Parts
 	srv    *httptest.Server
 	cookie *http.Cookie
 }
@@ -31,13 +32,13 @@ func newBenchSite(b *testing.B, eng dbtest.Engine) *benchSite {
 	b.Helper()
 	dbc := eng.Config(b)
 	h, err := hookd.Open(context.Background(), hookd.Config{Database: dbc.URL, Schema: dbc.Schema, MasterKey: bytes.Repeat([]byte{9}, 32),
-		EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Catalog: catalog})
+		EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, EventTypes: catalog})
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv := httptest.NewServer(h.Handler())
 	b.Cleanup(func() { srv.Close(); h.Close() })
-	k, err := h.Ops.CreateKey(context.Background(), "acme", owner.Admin)
+	k, err := parts.Of(h).Ops.CreateKey(context.Background(), "acme", owner.Admin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func newBenchSite(b *testing.B, eng dbtest.Engine) *benchSite {
 	if len(resp.Cookies()) != 1 {
 		b.Fatalf("sign-in: %d, no cookie", resp.StatusCode)
 	}
-	return &benchSite{h: h, srv: srv, cookie: resp.Cookies()[0]}
+	return &benchSite{h: parts.Of(h), srv: srv, cookie: resp.Cookies()[0]}
 }
 
 // seed makes n endpoints and per deliveries for each, spread over the last

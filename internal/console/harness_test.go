@@ -20,7 +20,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/webhook"
 )
@@ -31,17 +31,17 @@ const chromium = "/usr/bin/chromium"
 // owners acme (admin key), bob (admin key) and an operator key.
 type site struct {
 	t        *testing.T
-	h        *hookd.Hookd
+	h        *parts.Parts
 	srv      *httptest.Server
 	keys     map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
 	testType string
 }
 
-var catalog = []event.Type{
-	{Name: "invoice.paid", Exposure: event.Webhook, Description: "An invoice was paid."},
-	{Name: "invoice.voided", Exposure: event.Webhook, Scoped: true, Description: "An invoice was voided."},
-	{Name: "order.shipped", Exposure: event.Webhook, Description: "An order left the warehouse."},
-	{Name: "order.audit", Exposure: event.Internal, Description: "Internal bookkeeping; never leaves hookd."},
+var catalog = []hookd.EventType{
+	{Name: "invoice.paid", Description: "An invoice was paid."},
+	{Name: "invoice.voided", Scoped: true, Description: "An invoice was voided."},
+	{Name: "order.shipped", Description: "An order left the warehouse."},
+	{Name: "order.audit", Internal: true, Description: "Internal bookkeeping; never leaves hookd."},
 }
 
 func startSite(t *testing.T, eng dbtest.Engine) *site {
@@ -52,7 +52,7 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 		MasterKey:         bytes.Repeat([]byte{9}, 32),
 		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Work:              true,
-		Catalog:           catalog,
+		EventTypes:        catalog,
 		BusySnooze:        100 * time.Millisecond,
 		FetchPollInterval: 50 * time.Millisecond,
 	}
@@ -72,8 +72,8 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 		_ = h.Stop(sctx)
 		h.Close()
 	})
-	s := &site{t: t, h: h, srv: srv, keys: map[string]string{}}
-	if _, err := h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "test"}); err != nil {
+	s := &site{t: t, h: parts.Of(h), srv: srv, keys: map[string]string{}}
+	if _, err := s.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "test"}); err != nil {
 		t.Fatal(err)
 	}
 	for name, k := range map[string]struct {
@@ -83,7 +83,7 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 		"acme": {"acme", owner.Admin}, "bob": {"bob", owner.Admin}, "operator": {"", owner.Operator},
 		"acme-publisher": {"acme", owner.Publisher}, "shop": {"shop", owner.Admin},
 	} {
-		nk, err := h.Ops.CreateKey(ctx, k.owner, k.role)
+		nk, err := s.h.Ops.CreateKey(ctx, k.owner, k.role)
 		if err != nil {
 			t.Fatal(err)
 		}

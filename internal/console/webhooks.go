@@ -234,7 +234,7 @@ func (c *Console) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 }
 
 func (c *Console) rotateSecret(w http.ResponseWriter, r *http.Request, s *session) {
-	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.rotate_secret", &ops.EndpointRef{ID: r.PathValue("id")})
+	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.rotate_secret", &ops.RotateSecretIn{ID: r.PathValue("id")})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
