@@ -78,7 +78,7 @@ func (s *benchSite) seed(b *testing.B, n, per int) []string {
 				at := now.Add(-time.Duration(j) * 24 * time.Hour / time.Duration(per))
 				d := &endpoint.Delivery{ID: event.NewID("dlv_", at), OwnerID: "acme", EndpointID: e.ID, EventID: event.NewID("evt_", at),
 					EventType: []string{"invoice.paid", "order.shipped", "order.cancelled"}[j%3], JobID: int64(j + 1),
-					State: []endpoint.DeliveryState{endpoint.Delivered, endpoint.Delivered, endpoint.Failed, endpoint.Pending}[j%4],
+					State:    []endpoint.DeliveryState{endpoint.Delivered, endpoint.Delivered, endpoint.Failed, endpoint.Pending}[j%4],
 					Attempts: 1 + j%3, CreatedAt: at, UpdatedAt: at}
 				ds = append(ds, d)
 			}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/webhook"
 )
 

@@ -102,7 +102,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	_ = json.Unmarshal(keys.body, &list)
 	w.bob.keyID = list.Data[0].ID
 	w.waitDelivered("bob", w.bob.endpoint)
-	ds, err := h.DB.Q().ListDeliveries(ctx, "bob", w.bob.endpoint, 1, "")
+	ds, err := w.h.DB.Q().ListDeliveries(ctx, "bob", w.bob.endpoint, 1, "")
 	if err != nil || len(ds) != 1 || ds[0].JobID == 0 {
 		t.Fatalf("bob's delivery: %v %+v", err, ds)
 	}
