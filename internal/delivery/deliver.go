@@ -186,7 +186,10 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 		return Outcome{}, fmt.Errorf("render %s: %w", ev.ID, err)
 	}
 	*buf = body
-	h := make(http.Header, 6)
+	h := make(http.Header, 6+len(ep.Headers))
+	for name, value := range ep.Headers { // canonical and never reserved (endpoint.CheckHeaders)
+		h[name] = []string{value}
+	}
 	h["Content-Type"] = []string{"application/json"}
 	h["User-Agent"] = []string{s.cfg.UserAgent}
 	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {

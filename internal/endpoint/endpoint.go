@@ -25,9 +25,12 @@ type Endpoint struct {
 	FailingSince   *time.Time `json:"failing_since,omitempty"`
 	// MaxInFlight bounds concurrent deliveries to this endpoint. The
 	// standard profile always uses 1 (the lease); kwork defaults to 8.
-	MaxInFlight int       `json:"max_in_flight"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	MaxInFlight int `json:"max_in_flight"`
+	// Controls (controls.go): extra headers on every attempt, a rate
+	// limit, publish-order delivery.
+	Controls
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// Signing is the public side of the sealed keys (scheme, whpk_ key,
 	// the end of a rotation's overlap).

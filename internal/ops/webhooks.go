@@ -26,6 +26,9 @@ type EndpointView struct {
 
 func (s *Service) view(e *endpoint.Endpoint) *EndpointView {
 	e.Signing = e.Signing.At(s.now())
+	if e.Headers == nil {
+		e.Headers = map[string]string{} // shown as {}, not null
+	}
 	return &EndpointView{Endpoint: e, State: e.State()}
 }
 
@@ -47,6 +50,7 @@ type CreateEndpointIn struct {
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
 	ScopeSource string `json:"scope_source,omitempty" jsonschema:"id of the grant that admits events (empty: the published slice)"`
 	Signature   string `json:"signature,omitempty" jsonschema:"hmac (default: v1 with a whsec_ secret), ed25519 (v1a: the receiver verifies with the public_key whpk_ in the record) or both"`
+	ControlsIn
 }
 
 type UpdateEndpointIn struct {
@@ -58,6 +62,7 @@ type UpdateEndpointIn struct {
 	MaxInFlight *int      `json:"max_in_flight,omitempty"`
 	ScopeSource *string   `json:"scope_source,omitempty"`
 	Signature   *string   `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
+	ControlsPatch
 }
 
 type DeliveriesIn struct {
@@ -149,6 +154,9 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
 	}
+	if err := applyControls(e, in.patch(), e.MaxInFlight); err != nil {
+		return nil, err
+	}
 	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }); err != nil {
 		return nil, err
 	}
@@ -194,6 +202,9 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 			return err
 		}
 		e.MaxInFlight = prof.MaxInFlight(maxInFlight)
+		if err := applyControls(e, in.ControlsPatch, e.MaxInFlight); err != nil {
+			return err
+		}
 		if in.Enabled != nil {
 			if *in.Enabled && !e.Enabled || *in.Enabled && e.FailingSince != nil {
 				// Re-enabling clears the failure (seed 000).

@@ -9,15 +9,19 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 )
 
-const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing`
+const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered`
 
 func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
 	var globs string
 	var failing *int64
 	var created, updated int64
-	var signing string
-	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing); err != nil {
+	var signing, headers string
+	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing,
+		&headers, &e.RateLimit, &e.Ordered); err != nil {
+		return nil, err
+	}
+	if err := scanHeaders(&e, headers); err != nil {
 		return nil, err
 	}
 	var err error
@@ -47,8 +51,9 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt), signing)
+	_, err = q.q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt), signing,
+		headersJSON(e.Headers), e.RateLimit, e.Ordered)
 	if err != nil {
 		return fmt.Errorf("create endpoint: %w", err)
 	}
@@ -95,8 +100,10 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 		return err
 	}
 	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET url = $3, description = $4, event_types = $5, secret_sealed = $6, scope_source = $7,
-		enabled = $8, disabled_reason = $9, failing_since = $10, max_in_flight = $11, updated_at = $12, signing = $13 WHERE id = $1 AND owner_id = $2`,
-		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.UpdatedAt), signing)
+		enabled = $8, disabled_reason = $9, failing_since = $10, max_in_flight = $11, updated_at = $12, signing = $13,
+		headers = $14, rate_limit = $15, ordered = $16 WHERE id = $1 AND owner_id = $2`,
+		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.ScopeSource, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.UpdatedAt), signing,
+		headersJSON(e.Headers), e.RateLimit, e.Ordered)
 	if err != nil {
 		return fmt.Errorf("update endpoint: %w", err)
 	}

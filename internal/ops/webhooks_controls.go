@@ -1,0 +1,52 @@
+package ops
+
+import (
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+)
+
+// ControlsIn are an endpoint's delivery controls as create takes them.
+type ControlsIn struct {
+	Headers   map[string]string `json:"headers,omitempty" jsonschema:"extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)"`
+	RateLimit int               `json:"rate_limit,omitempty" jsonschema:"at most this many deliveries per second, across every hookd process (default: no limit)"`
+	Ordered   bool              `json:"ordered,omitempty" jsonschema:"deliver in publish order, one at a time; a failing delivery holds back the ones after it until it succeeds or is discarded"`
+}
+
+// ControlsPatch are the controls as update takes them: a field left out
+// keeps its value. headers replaces the whole set ({} clears it).
+type ControlsPatch struct {
+	Headers   *map[string]string `json:"headers,omitempty" jsonschema:"replaces every custom header ({} removes them)"`
+	RateLimit *int               `json:"rate_limit,omitempty" jsonschema:"deliveries per second at most; 0 removes the limit"`
+	Ordered   *bool              `json:"ordered,omitempty"`
+}
+
+func (in ControlsIn) patch() ControlsPatch {
+	return ControlsPatch{Headers: &in.Headers, RateLimit: &in.RateLimit, Ordered: &in.Ordered}
+}
+
+// applyControls validates the patch and applies it to e, whose other
+// fields are final (ordered needs e's profile to allow one in flight).
+func applyControls(e *endpoint.Endpoint, in ControlsPatch, inFlight int) error {
+	c := e.Controls
+	if in.Headers != nil {
+		h, err := endpoint.CheckHeaders(*in.Headers)
+		if err != nil {
+			return err
+		}
+		c.Headers = h
+	}
+	if in.RateLimit != nil {
+		if err := endpoint.CheckRateLimit(*in.RateLimit); err != nil {
+			return err
+		}
+		c.RateLimit = *in.RateLimit
+	}
+	if in.Ordered != nil {
+		c.Ordered = *in.Ordered
+	}
+	if c.Ordered && inFlight != 1 {
+		return apperr.New(apperr.Invalid, "ordered needs one delivery in flight at a time: this endpoint allows %d (set max_in_flight to 1, or leave ordered off)", inFlight)
+	}
+	e.Controls = c
+	return nil
+}
