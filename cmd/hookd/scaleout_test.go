@@ -505,12 +505,7 @@ type scaleClient struct {
 
 func (c *scaleCluster) client(t *testing.T, api *scaleProc) *scaleClient {
 	t.Helper()
-	out, err := c.run(t, "apikey", "create", "--owner", "acme")
-	if err != nil {
-		t.Fatalf("hookd apikey create: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return &scaleClient{base: "http://" + api.addr, key: strings.TrimSpace(lines[len(lines)-1]), http: &http.Client{Timeout: time.Minute}}
+	return c.clientFor(t, api, "acme")
 }
 
 func (c *scaleClient) do(t *testing.T, method, path string, body any, want int) map[string]any {

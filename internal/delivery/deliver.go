@@ -128,6 +128,12 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	}
 
 	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
+	if held := (*rateHeld)(nil); errors.As(err, &held) {
+		if !exclusive {
+			_ = s.db.Relaxed().ReleaseClaims(context.WithoutCancel(ctx), []string{d.ID})
+		}
+		return river.JobSnooze(held.wait) // held back by the rate limit: no attempt spent
+	}
 	if err != nil { // could not even build the request (secret unreadable …)
 		return err
 	}
@@ -195,6 +201,10 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {
 		profile.Buffers.Put(buf)
 		return Outcome{}, fmt.Errorf("sign %s: %w", ev.ID, err)
+	}
+	if err := s.pace(ctx, ep); err != nil {
+		profile.Buffers.Put(buf)
+		return Outcome{}, err
 	}
 	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
 	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p.GivesUpOn), nil

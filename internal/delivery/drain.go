@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			}
 			leased = now
 		}
-		limit := min(s.cfg.DrainBatch, most-sent)
+		limit := min(rateBatch(ep, s.cfg.DrainBatch), most-sent)
 		var (
 			batch []*store.Attemptable
 			err   error
@@ -98,6 +99,9 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			}
 			out, err := s.attempt(ctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
 			if err != nil {
+				// Held back by the rate limit (other senders share it):
+				// the drain's bound, the next job is woken.
+				bound = bound || errors.As(err, new(*rateHeld))
 				stopped = true
 				unsent = append(unsent, d.ID)
 				continue

@@ -71,6 +71,10 @@ type Config struct {
 	// adding events at (default 1000: each is held in memory until the
 	// commit, by each of the fanout workers).
 	FanoutBatch, FanoutPairs int
+	// RateAhead is how far ahead of now a sender may reserve a send to a
+	// rate-limited endpoint (default 1 s, at least one interval); a
+	// delivery whose turn is further out snoozes.
+	RateAhead time.Duration
 	// UserAgent is sent with every delivery.
 	UserAgent string
 	// GroupMax is the most single publishes one group commit carries
@@ -158,6 +162,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.FanoutPairs == 0 {
 		cfg.FanoutPairs = 1000
+	}
+	if cfg.RateAhead == 0 {
+		cfg.RateAhead = time.Second
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "hookd/1"
