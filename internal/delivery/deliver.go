@@ -114,6 +114,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		return s.discard(ctx, d, job.ID, err.Error())
 	}
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
+	if ep.Ordered && exclusive {
+		if wait, err := s.orderedWait(ctx, d, now); err != nil || wait > 0 {
+			if err != nil {
+				return err
+			}
+			return river.JobSnooze(wait) // behind an older event's delivery: no attempt spent
+		}
+	}
 	// Claim the delivery: with several slots, a holder of another slot may
 	// be draining this endpoint; it must not send this one too. (Under an
 	// exclusive lease nobody else sends.)
@@ -141,7 +149,8 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil {
 		return err
 	}
-	if out.Verdict == Complete {
+	discarded := out.Verdict == Discard || out.Verdict == Retry && job.Attempt >= job.MaxAttempts
+	if out.Verdict == Complete || ep.Ordered && exclusive && discarded { // a discard lets an ordered endpoint's next go
 		held = false
 		s.drainThenHandOver(ctx, ep, slot, job.ID, exclusive, now)
 	}

@@ -55,8 +55,9 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		}
 		limit := min(rateBatch(ep, s.cfg.DrainBatch), most-sent)
 		var (
-			batch []*store.Attemptable
-			err   error
+			batch   []*store.Attemptable
+			blocked bool // ordered: the batch was cut before a delivery that may not go yet
+			err     error
 		)
 		if exclusive {
 			// Nobody sends beside the holder of an exclusive lease: read the
@@ -66,7 +67,11 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			if !rec.wait() {
 				return sent, drainStopped
 			}
-			batch, err = q.FreshAttempts(ctx, ep.ID, after, limit, now.UnixMicro())
+			if ep.Ordered {
+				batch, blocked, err = s.orderedBatch(ctx, ep, after, limit, now)
+			} else {
+				batch, err = q.FreshAttempts(ctx, ep.ID, after, limit, now.UnixMicro())
+			}
 		} else {
 			// Other slots' holders drain too: claim a disjoint batch first.
 			var claimed []string
@@ -80,10 +85,13 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			return sent, drainStopped
 		}
 		if len(batch) == 0 {
+			if blocked {
+				return sent, drainStopped // the head's job goes next
+			}
 			return sent, drainIdle
 		}
 		for _, a := range batch {
-			after = max(after, a.Delivery.ID)
+			after = max(after, orderedCursor(ep, a))
 		}
 		before := sent
 		var unsent []string
@@ -93,7 +101,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			p, err := s.cfg.Profiles.Get(a.Owner.Profile)
 			if stopped || !canSend() || err != nil || d.State != endpoint.Pending || d.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
 				bound = bound || !canSend()
-				stopped = stopped || bound
+				stopped = stopped || bound || ep.Ordered // ordered: never past one left behind
 				unsent = append(unsent, d.ID) // left to the delivery's own job
 				continue
 			}
@@ -114,8 +122,9 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			}
 			// The endpoint stopped answering 2xx: settle this one now (it
 			// moves the endpoint's health) and leave the rest to their jobs.
+			// On an ordered endpoint a discard lets the next go: go on.
 			_, _ = s.settle(ctx, a.Endpoint, d, p, out, 1, p.Retry().MaxAttempts, 0)
-			stopped = true
+			stopped = !ep.Ordered || out.Verdict != Discard
 		}
 		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing
 			_ = rq.ReleaseClaims(context.WithoutCancel(ctx), unsent)
@@ -123,7 +132,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		switch {
 		case bound:
 			return sent, drainBound
-		case stopped || sent == before:
+		case stopped || blocked || sent == before:
 			// A failure; or nothing in the batch could be sent (disabled,
 			// pruned): an exclusive drain, which claims nothing, would
 			// read it again.

@@ -78,6 +78,9 @@ type DeliveriesIn struct {
 type DeliveryView struct {
 	*endpoint.Delivery
 	JobURL string `json:"job_url"`
+	// WaitingFor is, on an ordered endpoint, the delivery this pending one
+	// waits behind (the endpoint's head).
+	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
 type DeliveryList struct {
@@ -256,7 +259,8 @@ func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn)
 		return nil, err
 	}
 	q := s.DB.Q()
-	if _, err := q.GetEndpoint(ctx, p.OwnerID, in.ID); err != nil {
+	e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
+	if err != nil {
 		return nil, err
 	}
 	limit := in.Limit
@@ -289,6 +293,11 @@ func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn)
 	}
 	if len(ds) == limit && window == 0 {
 		out.Next = ds[len(ds)-1].ID
+	}
+	if e.Ordered {
+		if err := markWaiting(ctx, q, e.ID, out.Data); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

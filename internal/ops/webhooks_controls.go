@@ -1,8 +1,11 @@
 package ops
 
 import (
+	"context"
+
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/store"
 )
 
 // ControlsIn are an endpoint's delivery controls as create takes them.
@@ -48,5 +51,20 @@ func applyControls(e *endpoint.Endpoint, in ControlsPatch, inFlight int) error {
 		return apperr.New(apperr.Invalid, "ordered needs one delivery in flight at a time: this endpoint allows %d (set max_in_flight to 1, or leave ordered off)", inFlight)
 	}
 	e.Controls = c
+	return nil
+}
+
+// markWaiting shows, on an ordered endpoint's log, what waits behind what:
+// every pending delivery but the head waits for the head.
+func markWaiting(ctx context.Context, q *store.Q, endpointID string, ds []*DeliveryView) error {
+	head, err := q.OrderedHead(ctx, endpointID)
+	if err != nil || head == nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.State == endpoint.Pending && d.ID != head.ID {
+			d.WaitingFor = head.ID
+		}
+	}
 	return nil
 }
