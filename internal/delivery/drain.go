@@ -102,7 +102,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 			if stopped || !canSend() || err != nil || d.State != endpoint.Pending || d.Attempts != 0 || !a.Endpoint.Enabled || a.Event == nil {
 				bound = bound || !canSend()
 				stopped = stopped || bound || ep.Ordered // ordered: never past one left behind
-				unsent = append(unsent, d.ID) // left to the delivery's own job
+				unsent = append(unsent, d.ID)            // left to the delivery's own job
 				continue
 			}
 			out, err := s.attempt(ctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
