@@ -60,6 +60,11 @@ func TestOrderedDelivery(t *testing.T) {
 		for i := range ids {
 			ids[i] = b.publish("seq.step", fmt.Sprintf(`{"n":%d}`, i))
 		}
+		// …and fanned out: a fanout after the 500 would find the endpoint
+		// failing and schedule its delivery 5 min out (the cooldown).
+		if !eventually(30*time.Second, func() bool { return len(b.deliveries(epR.ID)) == 20 && len(b.deliveries(epD.ID)) == 20 }) {
+			t.Fatal("20 events were not fanned out to both endpoints within 30 s")
+		}
 		close(published)
 
 		// The discard lets the rest go: all but the 3rd well before the
