@@ -149,3 +149,58 @@ func (c *scaleCluster) clientFor(t *testing.T, api *scaleProc, owner string) *sc
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return &scaleClient{base: "http://" + api.addr, key: strings.TrimSpace(lines[len(lines)-1]), http: &http.Client{Timeout: time.Minute}}
 }
+
+// TestScaleOutOrdered: 20 events to an ordered endpoint, three worker
+// processes, the receiver answering 500 to the 3rd event's first attempt;
+// one worker is killed with SIGKILL mid-run. The first 2xx of every event
+// arrives in publish order.
+func TestScaleOutOrdered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test skipped with -short")
+	}
+	t.Parallel()
+	scaleHeavy.Lock()
+	defer scaleHeavy.Unlock()
+	c := newScaleCluster(t)
+	api := c.start(t, "api", "--role", "api", "--addr", "127.0.0.1:0")
+	var workers []*scaleProc
+	for i := range 3 {
+		workers = append(workers, c.start(t, fmt.Sprintf("worker%d", i+1), "--role", "worker"))
+	}
+	rcv := newArrivals(t)
+	var order []string // distinct ids in arrival order (the receiver's lock)
+	rcv.respond = func(_, id string, nth int) int {
+		time.Sleep(20 * time.Millisecond) // a receiver doing some work: the kill lands mid-run
+		if nth == 1 {
+			order = append(order, id)
+			if len(order) == 3 {
+				return http.StatusInternalServerError
+			}
+		}
+		return http.StatusOK
+	}
+	cl := c.client(t, api)
+	cl.do(t, http.MethodPut, "/api/admin/event_types/seq.step", map[string]any{"exposure": "webhook"}, http.StatusOK)
+	cl.do(t, http.MethodPost, "/api/admin/webhooks", map[string]any{"url": rcv.srv.URL + "/ordered", "event_types": []string{"seq.step"}, "ordered": true}, http.StatusCreated)
+	evs := make([]map[string]any, 20)
+	for i := range evs {
+		evs[i] = map[string]any{"type": "seq.step", "data": map[string]int{"n": i}}
+	}
+	out := cl.do(t, http.MethodPost, "/api/v1/events/batch", map[string]any{"events": evs}, http.StatusAccepted)
+	var ids []string
+	for _, d := range out["data"].([]any) {
+		ids = append(ids, d.(map[string]any)["id"].(string))
+	}
+
+	rcv.waitOKs(t, "/ordered", 8, time.Minute, c.alive(append(workers, api)...))
+	workers[0].kill(t)
+	got := rcv.waitOKs(t, "/ordered", 20, 2*time.Minute, c.alive(append(workers[1:], api)...))
+	var arrived []string
+	for _, a := range got {
+		arrived = append(arrived, a.id)
+	}
+	if fmt.Sprint(arrived) != fmt.Sprint(ids) {
+		t.Fatalf("first 2xx per event\n%v\nwant publish order\n%v", arrived, ids)
+	}
+	c.stopAll(t)
+}
