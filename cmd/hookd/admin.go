@@ -3,26 +3,27 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
 )
 
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cliflag.New("migrate", "hookd migrate [flags]", "Applies hookd's and River's migrations (idempotent; safe to run concurrently).")
 	var f dbFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	f.register(fs.FlagSet)
+	if _, err := fs.Parse(args); err != nil {
+		return err
 	}
 	log, err := f.logger(stderr)
 	if err != nil {
-		return err
+		return fs.Errorf("%v", err)
 	}
 	db, err := store.Open(ctx, store.Config{URL: f.db, Schema: f.schema, Log: log})
 	if err != nil {
@@ -46,86 +47,164 @@ func openOps(ctx context.Context, f *dbFlags, stderr io.Writer) (*hookdApp, erro
 	return openApp(ctx, f, log)
 }
 
+const apikeyUsage = `usage: hookd apikey <subcommand> [flags]
+
+subcommands:
+  create --owner ID [--role admin|publisher|operator]   a new key, shown once
+  list [--owner ID] [--json]                            every key (or one owner's)
+  revoke KEY_ID                                         revoke a key by its id
+
+Run 'hookd apikey <subcommand> -h' for its flags.
+`
+
 func apikey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: hookd apikey create --owner NAME [--role admin|publisher|operator] | list --owner NAME | revoke --owner NAME KEY_ID")
-		return errUsage
+	sub, args, err := cliflag.Group(args, apikeyUsage, "create", "list", "revoke")
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("apikey "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	switch sub {
+	case "create":
+		return apikeyCreate(ctx, args, stdout, stderr)
+	case "list":
+		return apikeyList(ctx, args, stdout, stderr)
+	}
+	return apikeyRevoke(ctx, args, stdout, stderr)
+}
+
+func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cliflag.New("apikey create", "hookd apikey create --owner ID [--role admin|publisher|operator] [flags]",
+		"Creates an API key and prints it once, on the last line. The owner is created\n(profile standard) when it does not exist. Operator keys belong to no owner.")
 	var f dbFlags
-	f.register(fs)
-	ownerID := fs.String("owner", "", "the owner the key belongs to (created if missing)")
+	f.register(fs.FlagSet)
+	ownerID := fs.String("owner", "", "the owner the key belongs to (created if missing); not for operator keys")
 	roleName := fs.String("role", "admin", "admin, publisher or operator")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if _, err := fs.Parse(args); err != nil {
+		return err
+	}
+	role, err := owner.ParseRole(*roleName)
+	if err != nil {
+		return fs.Errorf("--role %q: use admin, publisher or operator", *roleName)
+	}
+	if *ownerID == "" && role != owner.Operator {
+		return fs.Errorf("--owner is required for %s keys", role)
 	}
 	app, err := openOps(ctx, &f, stderr)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	switch sub {
-	case "create":
-		role, err := owner.ParseRole(*roleName)
-		if err != nil {
-			return err
-		}
-		if *ownerID == "" && role != owner.Operator {
-			return fmt.Errorf("--owner is required for %s keys", role)
-		}
-		k, err := app.Ops.CreateKey(ctx, *ownerID, role)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "created %s key %s for owner %q; it is shown only now:\n%s\n", k.Role, k.ID, k.OwnerID, k.Secret)
-	case "list":
-		ks, err := app.DB.Q().ListAPIKeys(ctx, *ownerID)
-		if err != nil {
-			return err
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ks)
-	case "revoke":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("usage: hookd apikey revoke --owner NAME KEY_ID")
-		}
-		if err := app.DB.Q().RevokeAPIKey(ctx, *ownerID, fs.Arg(0), app.now()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
-	default:
-		return fmt.Errorf("unknown apikey command %q: use create, list or revoke", sub)
+	k, err := app.Ops.CreateKey(ctx, *ownerID, role)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(stdout, "created %s key %s for owner %q; it is shown only now:\n%s\n", k.Role, k.ID, k.OwnerID, k.Secret)
 	return nil
 }
 
-func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(stderr, "usage: hookd owner create [--profile P] [--attr k=v]... ID")
-		return errUsage
-	}
-	fs := flag.NewFlagSet("owner create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cliflag.New("apikey list", "hookd apikey list [--owner ID] [--json] [flags]",
+		"Lists API keys (never their secrets): every key, or one owner's with --owner.")
 	var f dbFlags
-	f.register(fs)
-	profileName := fs.String("profile", "standard", "the owner's profile: standard or kwork")
-	attrs := attrFlag{}
-	fs.Var(attrs, "attr", "a profile attribute k=v (repeatable)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return errUsage
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: hookd owner create [--profile P] [--attr k=v]... ID")
+	f.register(fs.FlagSet)
+	ownerID := fs.String("owner", "", "only this owner's keys")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if _, err := fs.Parse(args); err != nil {
+		return err
 	}
 	app, err := openOps(ctx, &f, stderr)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	o, err := app.Ops.CreateOwner(ctx, fs.Arg(0), *profileName, attrs)
+	var ks []*owner.APIKey
+	if *ownerID == "" {
+		ks, err = app.DB.Q().AllAPIKeys(ctx)
+	} else {
+		ks, err = app.DB.Q().ListAPIKeys(ctx, *ownerID)
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ks)
+	}
+	return printKeys(stdout, ks)
+}
+
+// printKeys writes keys as an aligned table.
+func printKeys(w io.Writer, ks []*owner.APIKey) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tOWNER\tROLE\tPREFIX\tCREATED\tREVOKED")
+	for _, k := range ks {
+		ownerID, revoked := k.OwnerID, "-"
+		if ownerID == "" {
+			ownerID = "-"
+		}
+		if k.RevokedAt != nil {
+			revoked = k.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, ownerID, k.Role, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), revoked)
+	}
+	return tw.Flush()
+}
+
+func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cliflag.New("apikey revoke", "hookd apikey revoke KEY_ID [flags]",
+		"Revokes a key at once, whoever owns it ('hookd apikey list' shows the ids).", "KEY_ID")
+	var f dbFlags
+	f.register(fs.FlagSet)
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	app, err := openOps(ctx, &f, stderr)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	k, err := app.DB.Q().RevokeAPIKeyByID(ctx, pos[0], app.now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s key %s of owner %q\n", k.Role, k.ID, k.OwnerID)
+	return nil
+}
+
+const ownerUsage = `usage: hookd owner <subcommand> [flags]
+
+subcommands:
+  create ID [--profile standard|kwork] [--attr k=v]...   a new owner
+
+Run 'hookd owner create -h' for its flags and the kwork attributes.
+`
+
+func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	_, args, err := cliflag.Group(args, ownerUsage, "create")
+	if err != nil {
+		return err
+	}
+	fs := cliflag.New("owner create", "hookd owner create ID [--profile standard|kwork] [--attr k=v]... [flags]",
+		"Creates an owner. The kwork profile needs two attributes:\n"+
+			"  --attr app=ID                 the app id put in every envelope\n"+
+			"  --attr environment=test|live  the environment put in every envelope\n"+
+			"and takes one more: --attr app_kind=integration|page.", "ID")
+	var f dbFlags
+	f.register(fs.FlagSet)
+	profileName := fs.String("profile", "standard", "the owner's profile: standard or kwork")
+	attrs := attrFlag{}
+	fs.Var(attrs, "attr", "a profile attribute k=v (repeatable)")
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	app, err := openOps(ctx, &f, stderr)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,13 +9,13 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/bench"
+	"github.com/hookd/hookd/internal/cliflag"
 )
 
 // benchCmd runs one end-to-end measurement (internal/bench) and prints one
 // line per figure; it fails when a delivery was lost or a signature bad.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cliflag.New("bench", "hookd bench [flags]", "Measures hookd end to end on a fresh database and prints one line per figure\n(docs/performance.md). It fails when a delivery was lost or a signature bad.")
 	var o bench.Options
 	fs.StringVar(&o.DB, "db", "sqlite", "sqlite (a temp file) or a postgres:// URL (a fresh schema, dropped afterwards)")
 	fs.IntVar(&o.Events, "events", 1000, "events to publish")
@@ -40,12 +39,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 30*time.Second, "stop waiting when no delivery arrived for this long")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole wait for deliveries")
 	logLevel := fs.String("log-level", "warn", "hookd's log level (to stderr): debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if _, err := fs.Parse(args); err != nil {
+		return err
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: use debug, info, warn or error", *logLevel)
+		return fs.Errorf("--log-level %q: use debug, info, warn or error", *logLevel)
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	o.Progress = stderr

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,9 +12,6 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/endpoint"
 )
-
-// errUsage: the flag package already printed what is wrong.
-var errUsage = errors.New("usage")
 
 // dbFlags are the flags every command that opens the database shares.
 type dbFlags struct {

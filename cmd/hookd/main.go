@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/receiver"
 )
 
@@ -33,7 +34,8 @@ commands:
   mcp       serve every operation as an MCP tool over stdio
   bench     measure hookd end to end on a fresh database (docs/performance.md)
 
-Run 'hookd <command> -h' for a command's flags.
+Flags may come before or after arguments. Run 'hookd <command> -h' for a
+command's flags.
 `
 
 func main() {
@@ -42,11 +44,13 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run is main without the process: it returns the exit code.
+// run is main without the process: it returns the exit code. Every
+// command parses its flags before it opens anything (cliflag): -h prints
+// the usage to stdout (0), a command-line mistake prints it to stderr (2).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprintf(stderr, "hookd: missing command\n\n%s", usage)
+		return cliflag.ExitUsage
 	}
 	cmd, rest := args[0], args[1:]
 	var err error
@@ -67,19 +71,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = benchCmd(ctx, rest, stdout, stderr)
 	case "verify":
 		return receiver.Verify(rest, stdin, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return cliflag.ExitOK
 	default:
 		fmt.Fprintf(stderr, "hookd: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		return cliflag.ExitUsage
 	}
-	if err != nil {
-		if err == errUsage {
-			return 2
-		}
-		fmt.Fprintf(stderr, "hookd %s: %v\n", cmd, err)
-		return 1
-	}
-	return 0
+	return cliflag.Report(err, "hookd "+cmd, stdout, stderr)
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -20,14 +20,14 @@ import (
 // again on every call; without one, as an operator of the database opened
 // (whoever can open the database can change it anyway).
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cliflag.New("mcp", "hookd mcp [--key KEY] [--owner ID] [flags]",
+		"Serves every operation as an MCP tool over stdio (stdin/stdout carry the\nprotocol, logs go to stderr). It answers every request written before stdin\ncloses, then exits 0. Without --key the tools act as an operator of the\ndatabase opened.")
 	var f dbFlags
-	f.register(fs)
+	f.register(fs.FlagSet)
 	key := fs.String("key", os.Getenv("HOOKD_API_KEY"), "API key the tools act with (env HOOKD_API_KEY); default: operator on the database opened")
 	ownerName := fs.String("owner", "", "the owner an operator acts on when a tool call names none")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if _, err := fs.Parse(args); err != nil {
+		return err
 	}
 	app, err := openOps(ctx, &f, stderr)
 	if err != nil {

@@ -13,15 +13,15 @@ import (
 	"time"
 
 	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/parts"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cliflag.New("serve", "hookd serve [flags]", "Runs the admin/publish API and the delivery workers (--role splits them).")
 	var f dbFlags
-	f.register(fs)
+	f.register(fs.FlagSet)
 	addr := fs.String("addr", envOr("HOOKD_ADDR", "127.0.0.1:8080"), "listen address (env HOOKD_ADDR)")
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
@@ -33,13 +33,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jobTimeout := fs.Duration("job-timeout", hookd.DefaultJobTimeout, "bound on one delivery attempt")
 	httpTimeout := fs.Duration("http-timeout", hookd.DefaultHTTPTimeout, "HTTP timeout of one delivery (inside the job timeout)")
 	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if _, err := fs.Parse(args); err != nil {
+		return err
 	}
 	addrSet := false
 	fs.Visit(func(fl *flag.Flag) { addrSet = addrSet || fl.Name == "addr" })
 	if *role != "all" && *role != "api" && *role != "worker" {
-		return fmt.Errorf("--role %q: use all, api or worker", *role)
+		return fs.Errorf("--role %q: use all, api or worker", *role)
 	}
 	log, err := f.logger(stderr)
 	if err != nil {
@@ -50,7 +50,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.EgressAllow, err = egress.ParseAllow(*allow); err != nil {
-		return fmt.Errorf("--egress-allow: %w", err)
+		return fs.Errorf("--egress-allow: %v", err)
 	}
 	if *catalog != "" {
 		cfg.Catalogs = strings.Split(*catalog, ",")
@@ -61,7 +61,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.DefaultProfile = *profileName
 	cfg.LeaseFor, cfg.JobTimeout, cfg.HTTPTimeout = *leaseFor, *jobTimeout, *httpTimeout
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fs.Errorf("%v", err)
 	}
 
 	h, err := hookd.Open(ctx, cfg)

@@ -2,8 +2,10 @@ package profile
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
@@ -91,15 +93,24 @@ func (Kwork) Excluded(typ string, o *owner.Owner) bool {
 	return typ == AppScopesChanged && o.Attributes[AttrAppKind] != "integration"
 }
 
+// ValidateOwner names every missing or bad attribute in one error, each
+// with the values it takes.
 func (Kwork) ValidateOwner(attrs map[string]string) error {
+	var problems []string
 	if attrs[AttrApp] == "" {
-		return apperr.New(apperr.Invalid, "a kwork owner needs attribute app (the app id put in every envelope)")
+		problems = append(problems, "app (required: the app id put in every envelope, e.g. app=app_123)")
 	}
-	if env := attrs[AttrEnv]; env != "test" && env != "live" {
-		return apperr.New(apperr.Invalid, "a kwork owner needs attribute environment = test or live (got %q)", env)
+	switch env := attrs[AttrEnv]; {
+	case env == "":
+		problems = append(problems, "environment (required: test or live)")
+	case env != "test" && env != "live":
+		problems = append(problems, fmt.Sprintf("environment %q (must be test or live)", env))
 	}
 	if kind := attrs[AttrAppKind]; kind != "" && kind != "integration" && kind != "page" {
-		return apperr.New(apperr.Invalid, "attribute app_kind must be integration or page (got %q)", kind)
+		problems = append(problems, fmt.Sprintf("app_kind %q (optional: integration or page)", kind))
+	}
+	if len(problems) > 0 {
+		return apperr.New(apperr.Invalid, "a kwork owner's attributes need fixing: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }

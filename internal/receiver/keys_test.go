@@ -66,8 +66,7 @@ func TestVerifySeveralKeys(t *testing.T) {
 		})
 	}
 	// listen takes the same flags.
-	var stderr bytes.Buffer
-	cfg, err := parseListenFlags([]string{"--secret", newSecret, "--secret", pk}, &stderr)
+	cfg, err := parseListenFlags([]string{"--secret", newSecret, "--secret", pk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,15 @@ package receiver
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -24,58 +26,111 @@ type listenConfig struct {
 	addr    string
 	path    string
 	profile profile
+	forward *forwardConfig // nil: plain listen with --secret
 }
 
-func parseListenFlags(args []string, stderr io.Writer) (listenConfig, error) {
-	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hookd listen --secret S [--secret S]... [--profile standard|kwork] [--addr 127.0.0.1:9000] [--path /] [--tolerance 300s]")
-		fmt.Fprintln(stderr, "Receives webhooks locally, verifies each POST and prints it.")
-		fs.PrintDefaults()
-	}
+const listenAbout = `Receives webhooks locally, verifies each POST and prints it: the time, the
+event type, the delivery id, then the body. It answers 204 (401 for a bad
+signature, printed as rejected).
+
+With --secret it checks deliveries to an endpoint you created. With --forward
+it creates that endpoint itself through hookd's admin API (--url, --key,
+--types), learns its secret from the answer, and deletes it on exit (Ctrl-C).
+hookd refuses loopback addresses unless started with --egress-allow
+127.0.0.1/32.`
+
+func parseListenFlags(args []string) (listenConfig, error) {
+	fs := cliflag.New("listen", "hookd listen (--secret S | --forward --key KEY [--types GLOBS]) [flags]", listenAbout)
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on (port 0 picks a free one)")
-	secrets := secretFlag(fs)
-	profileName := fs.String("profile", "standard", profileUsage)
+	secrets := secretFlag(fs.FlagSet)
+	profileName := fs.String("profile", "", profileUsage+"; default standard, with --forward whichever the delivery's headers use")
 	path := fs.String("path", "/", "URL path to accept; / accepts every path")
 	tolerance := fs.Duration("tolerance", webhook.DefaultTolerance, "allowed clock difference to the signed timestamp")
-	if err := fs.Parse(args); err != nil {
+	var fw forwardConfig
+	forward := fs.Bool("forward", false, "create an endpoint pointing here, for as long as this runs")
+	fs.StringVar(&fw.hookdURL, "url", envOr("HOOKD_URL", "http://127.0.0.1:8080"), "with --forward: hookd's address (env HOOKD_URL)")
+	fs.StringVar(&fw.key, "key", os.Getenv("HOOKD_API_KEY"), "with --forward: an admin API key (env HOOKD_API_KEY)")
+	fs.StringVar(&fw.owner, "owner", "", "with --forward and an operator key: the owner to act on")
+	types := fs.String("types", "*", "with --forward: comma-separated event-type globs the endpoint subscribes to")
+	if _, err := fs.Parse(args); err != nil {
 		return listenConfig{}, err
 	}
-	if fs.NArg() > 0 {
-		return listenConfig{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
 	if len(*path) == 0 || (*path)[0] != '/' {
-		return listenConfig{}, fmt.Errorf("--path %q: must start with /", *path)
+		return listenConfig{}, fs.Errorf("--path %q: must start with /", *path)
+	}
+	cfg := listenConfig{addr: *addr, path: *path}
+	if *forward {
+		if len(*secrets) > 0 {
+			return listenConfig{}, fs.Errorf("--secret and --forward exclude each other: --forward learns the secret from hookd")
+		}
+		if fw.key == "" {
+			return listenConfig{}, fs.Errorf("--forward needs --key (or HOOKD_API_KEY): an admin key of the owner whose events to receive")
+		}
+		for _, t := range strings.Split(*types, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				fw.types = append(fw.types, t)
+			}
+		}
+		if len(fw.types) == 0 {
+			return listenConfig{}, fs.Errorf("--types is empty: name the event types to receive, e.g. 'invoice.*'")
+		}
+		fw.profile, fw.tolerance = *profileName, *tolerance
+		if fw.profile != "" && fw.profile != "standard" && fw.profile != "kwork" {
+			return listenConfig{}, fs.Errorf("--profile %q: want standard or kwork", fw.profile)
+		}
+		cfg.forward = &fw
+		return cfg, nil
+	}
+	if *profileName == "" {
+		*profileName = "standard"
 	}
 	p, err := newProfile(*profileName, *secrets, *tolerance)
 	if err != nil {
-		return listenConfig{}, err
+		return listenConfig{}, fs.Errorf("%v (or use --forward to create an endpoint and learn its secret)", err)
 	}
-	return listenConfig{addr: *addr, path: *path, profile: p}, nil
+	cfg.profile = p
+	return cfg, nil
 }
 
 // Listen implements `hookd listen`: it serves HTTP on --addr, verifies every
 // POST to --path with the chosen profile, prints each delivery (or the reason
 // it was rejected) to stdout, and answers 204 (401 for a bad signature). It
 // prints the address it listens on first and returns nil once ctx is done
-// and in-flight requests have finished.
+// and in-flight requests have finished. With --forward it first creates
+// the endpoint that points at it, and deletes it before returning.
 func Listen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseListenFlags(args, stderr)
+	cfg, err := parseListenFlags(args)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	defer ln.Close()
 	out := newPrinter(stdout)
+	url := "http://" + ln.Addr().String() + cfg.path
+	if cfg.forward != nil {
+		fw, err := cfg.forward.start(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := fw.stop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(stderr, "hookd listen: %v\n", err)
+				return
+			}
+			out.write(fmt.Appendf(nil, "deleted endpoint %s\n", fw.endpointID))
+		}()
+		cfg.profile = fw.profile
+		out.write(fmt.Appendf(nil, "endpoint %s at %s receives %s (deleted when this stops)\n", fw.endpointID, cfg.forward.hookdURL, strings.Join(cfg.forward.types, ", ")))
+	}
 	srv := &http.Server{
 		Handler:           &receiver{path: cfg.path, profile: cfg.profile, out: out, now: time.Now},
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	out.write(fmt.Appendf(nil, "listening on http://%s%s (profile %s, Ctrl-C to stop)\n\n", ln.Addr(), cfg.path, cfg.profile.name))
+	out.write(fmt.Appendf(nil, "listening on %s (profile %s, Ctrl-C to stop)\n\n", url, cfg.profile.name))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -93,6 +148,13 @@ func Listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("listen: serve %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // receiver is the HTTP handler behind Listen.
@@ -131,7 +193,11 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.reject(w, status, err)
 		return
 	}
-	rc.out.accepted(rc.now(), ev, r.Header.Get(rc.profile.deliveryHeader), body)
+	deliveryID := r.Header.Get(rc.profile.deliveryHeader)
+	if deliveryID == "" { // --forward checks either scheme
+		deliveryID = r.Header.Get(webhook.HeaderKworkDelivery)
+	}
+	rc.out.accepted(rc.now(), ev, deliveryID, body)
 	w.WriteHeader(http.StatusNoContent)
 }
 

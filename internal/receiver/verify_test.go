@@ -47,7 +47,7 @@ func TestVerify(t *testing.T) {
 		{name: "bad header flag", args: []string{"--secret", standardSecret, "--header", "no-colon"}, stdin: body, code: 2, stderr: "want 'Name: value'"},
 		{name: "bad profile", args: []string{"--secret", standardSecret, "--profile", "v2"}, stdin: body, code: 2, stderr: "want standard or kwork"},
 		{name: "stray argument", args: []string{"--secret", standardSecret, "body.json"}, stdin: body, code: 2, stderr: "read from stdin"},
-		{name: "help", args: []string{"-h"}, code: 0, stderr: "usage: hookd verify"},
+		{name: "help", args: []string{"-h"}, code: 0, stdout: "usage: hookd verify"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +55,12 @@ func TestVerify(t *testing.T) {
 			code := Verify(tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.stderr) {
 				t.Fatalf("exit %d, stderr %q; want %d containing %q", code, stderr.String(), tt.code, tt.stderr)
+			}
+			if tt.stdout != "" {
+				if !strings.Contains(stdout.String(), tt.stdout) || stderr.Len() != 0 {
+					t.Errorf("stdout %q, stderr %q: want %q on stdout only", stdout.String(), stderr.String(), tt.stdout)
+				}
+				return
 			}
 			if tt.wantType == "" {
 				if stdout.Len() != 0 {

@@ -50,12 +50,22 @@ func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error
 
 // ListAPIKeys lists an owner's keys ("" lists operator keys).
 func (q *Q) ListAPIKeys(ctx context.Context, ownerID string) ([]*owner.APIKey, error) {
-	rs, err := q.q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE COALESCE(owner_id, '') = $1 ORDER BY created_at, id`, ownerID)
+	return q.apiKeys(ctx, `WHERE COALESCE(owner_id, '') = $1`, ownerID)
+}
+
+// AllAPIKeys lists every key of every owner (the operator's view).
+func (q *Q) AllAPIKeys(ctx context.Context) ([]*owner.APIKey, error) {
+	return q.apiKeys(ctx, ``)
+}
+
+// apiKeys lists the keys where selects, oldest first (never nil).
+func (q *Q) apiKeys(ctx context.Context, where string, args ...any) ([]*owner.APIKey, error) {
+	rs, err := q.q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
 	defer rs.Close()
-	var out []*owner.APIKey
+	out := []*owner.APIKey{}
 	for rs.Next() {
 		k, err := scanAPIKey(rs)
 		if err != nil {
@@ -76,4 +86,20 @@ func (q *Q) RevokeAPIKey(ctx context.Context, ownerID, id string, at int64) erro
 		return apperr.New(apperr.NotFound, "API key %q not found", id)
 	}
 	return nil
+}
+
+// RevokeAPIKeyByID revokes a key found by its id alone, whoever owns it
+// (the operator's lever on the command line). It returns the key.
+func (q *Q) RevokeAPIKeyByID(ctx context.Context, id string, at int64) (*owner.APIKey, error) {
+	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE id = $1`, id))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "API key %q not found: 'hookd apikey list' shows every key's id", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("revoke api key: %w", err)
+	}
+	if _, err := q.q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, at); err != nil {
+		return nil, fmt.Errorf("revoke api key: %w", err)
+	}
+	return k, nil
 }

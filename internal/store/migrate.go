@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,14 +41,20 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID)) //nolint:errcheck // released with the session anyway
-	m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.log})
+	m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.quietLog()})
 	if err != nil {
 		return fmt.Errorf("migrate river: %w", err)
 	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
 		return fmt.Errorf("migrate river: %w", err)
 	}
-	return db.migrateHookd(ctx, db.InTx)
+	applied, err := db.migrateHookd(ctx, db.InTx)
+	if err != nil {
+		return err
+	}
+	db.logApplied(ctx, res, applied)
+	return nil
 }
 
 // migrateSQLite runs River's and hookd's migrations in one transaction.
@@ -56,50 +63,95 @@ func (db *DB) Migrate(ctx context.Context) error {
 // everything applied. Without it both would read "nothing applied yet" and
 // the slower one would fail on "table already exists".
 func (db *DB) migrateSQLite(ctx context.Context) error {
-	return db.InTx(ctx, func(q *Q) error {
-		m, err := rivermigrate.New(riversqlite.New(db.sqlDB), &rivermigrate.Config{Logger: db.log})
+	var (
+		res     *rivermigrate.MigrateResult
+		applied []int
+	)
+	err := db.InTx(ctx, func(q *Q) error {
+		m, err := rivermigrate.New(riversqlite.New(db.sqlDB), &rivermigrate.Config{Logger: db.quietLog()})
 		if err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
 		//lint:ignore SA1019 MigrateTx is deprecated because some PostgreSQL migrations cannot
 		// share one transaction; on SQLite River's migrations can, and the
 		// one transaction is what serialises concurrent migrators.
-		if _, err := m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil {
+		if res, err = m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
-		return db.migrateHookd(ctx, func(_ context.Context, fn func(*Q) error) error { return fn(q) })
+		applied, err = db.migrateHookd(ctx, func(_ context.Context, fn func(*Q) error) error { return fn(q) })
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	db.logApplied(ctx, res, applied)
+	return nil
 }
 
-// migrateHookd applies hookd's own migrations, each inside inTx.
-func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(*Q) error) error) error {
+// quietLog is the logger River's migrator gets: its warnings and errors,
+// not a line per applied migration (Migrate logs one line for all).
+func (db *DB) quietLog() *slog.Logger {
+	h := db.log.Handler()
+	return slog.New(warnAndUp{h})
+}
+
+type warnAndUp struct{ slog.Handler }
+
+func (h warnAndUp) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnAndUp) WithAttrs(as []slog.Attr) slog.Handler { return warnAndUp{h.Handler.WithAttrs(as)} }
+func (h warnAndUp) WithGroup(name string) slog.Handler    { return warnAndUp{h.Handler.WithGroup(name)} }
+
+// logApplied logs, in one line, which migrations this run applied (none:
+// nothing is logged).
+func (db *DB) logApplied(ctx context.Context, river *rivermigrate.MigrateResult, hookd []int) {
+	var rv []int
+	if river != nil {
+		for _, v := range river.Versions {
+			rv = append(rv, v.Version)
+		}
+	}
+	if len(rv) == 0 && len(hookd) == 0 {
+		return
+	}
+	db.log.InfoContext(ctx, "applied migrations", "river", rv, "hookd", hookd)
+}
+
+// migrateHookd applies hookd's own migrations, each inside inTx, and
+// returns the versions it applied.
+func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(*Q) error) error) ([]int, error) {
+	var applied []int
 	err := inTx(ctx, func(q *Q) error {
 		_, err := q.q.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	files, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sort.Strings(files)
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
 		version, err := strconv.Atoi(name[:strings.IndexByte(name, '_')])
 		if err != nil {
-			return fmt.Errorf("migration %s: bad name", name)
+			return nil, fmt.Errorf("migration %s: bad name", name)
 		}
 		body, err := migrationFS.ReadFile(f)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		did := false
 		err = inTx(ctx, func(q *Q) error {
 			var n int
 			if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 				return err
 			}
+			did = false // a retried transaction starts over
 			if n > 0 {
 				return nil
 			}
@@ -109,13 +161,17 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 				}
 			}
 			_, err := q.q.exec(ctx, `INSERT INTO hookd_migrations (version, applied_at) VALUES ($1, $2)`, version, ts(time.Now()))
+			did = err == nil
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		if did {
+			applied = append(applied, version)
 		}
 	}
-	return nil
+	return applied, nil
 }
 
 // MigrationCount returns how many hookd migrations are recorded (for tests
