@@ -323,6 +323,7 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"webhooks.send_test":          {"id": ep},
 		"webhooks.deliveries":         {"id": ep},
 		"webhooks.redeliver":          {"id": ep},
+		"webhooks.retry_now":          {"id": ep},
 		"webhooks.event_types":        nil,
 		"event_types.put":             {"name": "alice.thing", "exposure": "webhook"},
 		"event_types.list":            nil,

@@ -46,6 +46,7 @@ var conflicts = map[string]bool{
 	"owners.update":      true, // profile change under live endpoints
 	"webhooks.send_test": true, // endpoint disabled
 	"webhooks.redeliver": true, // endpoint disabled
+	"webhooks.retry_now": true, // endpoint disabled
 }
 
 // errorResponses names each error status's shared response component.

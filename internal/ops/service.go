@@ -36,6 +36,7 @@ func (s *Service) Ops() []*Op {
 	if s.ops == nil {
 		s.ops = append(s.ops, s.webhookOps()...)
 		s.ops = append(s.ops, s.signingOps()...)
+		s.ops = append(s.ops, s.retryNowOp())
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)

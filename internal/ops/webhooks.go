@@ -90,7 +90,8 @@ type DeliveryList struct {
 }
 
 type Redelivered struct {
-	Redelivered int `json:"redelivered"`
+	Redelivered int    `json:"redelivered" jsonschema:"failed deliveries re-enqueued"`
+	Note        string `json:"note,omitempty" jsonschema:"what the count covers, when it is 0"`
 }
 
 type TestSent struct {
@@ -325,7 +326,11 @@ func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (
 	if err != nil {
 		return nil, err
 	}
-	return &Redelivered{Redelivered: n}, nil
+	out := &Redelivered{Redelivered: n}
+	if n == 0 {
+		out.Note = "no failed delivery: redeliver re-sends failed ones only (discarded, or out of attempts); pending ones waiting for a retry or the failing cooldown are brought forward by retry_now"
+	}
+	return out, nil
 }
 
 func (s *Service) webhookEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {
