@@ -15,8 +15,11 @@ import (
 // typeSchemas override what jsonschema.ForType infers for types whose JSON
 // is not their Go shape, and give hookd's string enums their values.
 var typeSchemas = map[reflect.Type]*jsonschema.Schema{
-	// Any JSON value, not the []byte it is in Go.
-	reflect.TypeFor[json.RawMessage](): {},
+	// An event's data: a JSON object of any shape, not the []byte it is
+	// in Go. Not the empty schema: it encodes as `true`, a boolean schema
+	// the official MCP TypeScript SDK refuses in a tool's properties, and
+	// with it the whole tools/list.
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
 	reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 	reflect.TypeFor[owner.Role]():      {Type: "string", Enum: []any{string(owner.Operator), string(owner.Admin), string(owner.Publisher)}},
 	reflect.TypeFor[event.Exposure]():  {Type: "string", Enum: []any{string(event.Internal), string(event.Webhook)}},
