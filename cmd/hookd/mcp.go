@@ -47,13 +47,9 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if _, err := caller(ctx); err != nil {
 		return fmt.Errorf("--key/--owner: %w", err)
 	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}, caller)
+	err = srv.Run(ctx, mcpserver.Stdio(stdin, stdout), caller)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil // the client left, or SIGINT
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -85,3 +85,47 @@ func TestMCPStdioBadKey(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want 1 and the key refused", code, stderr.String())
 	}
 }
+
+// TestMCPStdioClosedPipe: a client that writes initialize, initialized and
+// tools/list and then closes stdin gets both answers, in order, and hookd
+// mcp exits 0 — 20 runs in a row (it answered about half of them when the
+// end of stdin cancelled the requests still queued).
+func TestMCPStdioClosedPipe(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "hookd.db")
+	t.Setenv("HOOKD_MASTER_KEY", "")
+	t.Setenv("HOOKD_API_KEY", "")
+	const in = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+	tools := len((&ops.Service{}).Ops())
+	for run1 := range 20 {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"mcp", "--db", db, "--log-level", "warn"}, strings.NewReader(in), &stdout, &stderr)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d, stderr %s", run1, code, stderr.String())
+		}
+		type answer struct {
+			ID     int `json:"id"`
+			Result struct {
+				ProtocolVersion string            `json:"protocolVersion"`
+				Tools           []json.RawMessage `json:"tools"`
+			} `json:"result"`
+		}
+		var answers []answer
+		dec := json.NewDecoder(&stdout)
+		for dec.More() {
+			var a answer
+			if err := dec.Decode(&a); err != nil {
+				t.Fatalf("run %d: stdout is not JSON lines: %v", run1, err)
+			}
+			answers = append(answers, a)
+		}
+		if len(answers) != 2 || answers[0].ID != 1 || answers[0].Result.ProtocolVersion == "" || answers[1].ID != 2 || len(answers[1].Result.Tools) != tools {
+			t.Fatalf("run %d: answers %+v (stderr %s); want initialize's then tools/list's with %d tools", run1, answers, stderr.String(), tools)
+		}
+		if strings.Contains(stderr.String(), "before initialize") {
+			t.Fatalf("run %d: stderr %s", run1, stderr.String())
+		}
+	}
+}
