@@ -109,7 +109,7 @@ func (c *forwardConfig) verifierFor(secret string) (profile, error) {
 	case "kwork":
 		return kw, nil
 	}
-	return profile{name: "by headers", verifier: byHeaders{standard: std, kwork: kw}, deliveryHeader: webhook.HeaderID}, nil
+	return profile{name: "auto", verifier: byHeaders{standard: std, kwork: kw}, deliveryHeader: webhook.HeaderID}, nil
 }
 
 // byHeaders verifies a delivery with the scheme its headers show: kwork
