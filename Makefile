@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-ts ts-build build run vet fmt bench bench-compare fuzz
+.PHONY: help test test-go test-ts ts-build mcp-client build run vet fmt bench bench-compare fuzz docs deps-doc
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -37,3 +37,7 @@ bench-compare: ## two builds side by side, alternating: BEFORE=main AFTER=. PAIR
 fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/
 	$(GO) test -run '^$$' -fuzz FuzzCheckURL -fuzztime 10s ./internal/egress/
+
+docs: deps-doc ## regenerate docs/api.md and the OpenAPI/MCP goldens from the op declarations
+	$(GO) test ./internal/openapi -run 'TestGolden|TestAPIDoc' -update
+	$(GO) test ./internal/mcpserver -run TestToolsGolden -update

@@ -164,3 +164,32 @@ func TestBodyLeavesOutParameters(t *testing.T) {
 		t.Errorf("webhooks.send_test has a body %v; it takes only the path id", body)
 	}
 }
+
+// TestAPIDoc keeps docs/api.md, the route list the README points to, in
+// step with the op declarations (go test ./internal/openapi -run TestAPIDoc
+// -update, or make docs, rewrites it).
+func TestAPIDoc(t *testing.T) {
+	list := (&ops.Service{}).Ops()
+	got, err := openapi.Markdown(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", "docs", "api.md")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (make docs creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("docs/api.md is not what the op declarations give: run make docs\n%s", firstDiff(string(want), string(got)))
+	}
+	for _, op := range list {
+		if !bytes.Contains(want, []byte("`"+op.Method+" "+op.Path+"`")) {
+			t.Errorf("docs/api.md lacks %s %s (%s)", op.Method, op.Path, op.Name)
+		}
+	}
+}
