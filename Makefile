@@ -7,13 +7,16 @@ PKGS ?= ./...
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet ts-build test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests
+test: vet ts-build mcp-client test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests, the official MCP client
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 ts-build: ## install and build the TypeScript SDK (the Go cross-language test uses it)
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+mcp-client: ## install the official MCP TypeScript client the Go tests run against hookd
+	cd test/mcp-client && npm ci --no-audit --no-fund --loglevel=error
 
 test-ts: ## TypeScript SDK tests (node --test)
 	cd sdk/typescript && npm test
@@ -41,3 +44,6 @@ fuzz: ## a short run of every fuzz target
 docs: deps-doc ## regenerate docs/api.md and the OpenAPI/MCP goldens from the op declarations
 	$(GO) test ./internal/openapi -run 'TestGolden|TestAPIDoc' -update
 	$(GO) test ./internal/mcpserver -run TestToolsGolden -update
+
+deps-doc: ## regenerate docs/dependencies.md (every Go module and its licence) from the module graph
+	$(GO) run ./internal/depsdoc -o docs/dependencies.md

@@ -9,7 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/cliflag"
+	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -26,10 +28,28 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	f.register(fs.FlagSet)
 	key := fs.String("key", os.Getenv("HOOKD_API_KEY"), "API key the tools act with (env HOOKD_API_KEY); default: operator on the database opened")
 	ownerName := fs.String("owner", "", "the owner an operator acts on when a tool call names none")
+	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] endpoint URLs may point into, as serve's (env HOOKD_EGRESS_ALLOW)")
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	app, err := openOps(ctx, &f, stderr)
+	egressAllow, err := egress.ParseAllow(*allow)
+	if err != nil {
+		return fs.Errorf("--egress-allow: %v", err)
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return fs.Errorf("%v", err)
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	cfg.EgressAllow = egressAllow
+	h, err := hookd.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	app := &hookdApp{h}
 	if err != nil {
 		return err
 	}
