@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/parts"
 )
 
 // mcpCmd serves every op as an MCP tool over stdio (stdin/stdout carry the
@@ -49,7 +50,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	app := &hookdApp{h}
+	app := &hookdApp{h, parts.Of(h)}
 	if err != nil {
 		return err
 	}
