@@ -95,6 +95,8 @@ func (c *Console) routes() error {
 	m.Handle("POST /admin/webhooks/{id}/rotate_secret", c.authed(c.rotateSecret))
 	m.Handle("POST /admin/webhooks/{id}/send_test", c.authed(c.sendTest))
 	m.Handle("POST /admin/webhooks/{id}/redeliver", c.authed(c.redeliver))
+	m.Handle("POST /admin/webhooks/{id}/retry_now", c.authed(c.retryNow))
+	m.Handle("POST /admin/webhooks/{id}/expire_old_secrets", c.authed(c.expireOldSecrets))
 	m.Handle("GET /admin/webhooks/{id}/deliveries", c.authed(c.deliveryLog))
 	m.Handle("GET /admin/webhooks/{id}/deliveries/{delivery}", c.authed(c.showDelivery))
 	m.Handle("GET /admin/event_types", c.authed(c.eventTypes))

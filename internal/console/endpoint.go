@@ -34,6 +34,14 @@ func notice(r *http.Request, w words) string {
 			return "Nothing to redeliver: this " + w.Endpoint + " has no failed deliveries."
 		}
 		return fmt.Sprintf("%d failed deliveries queued again.", n)
+	case "retried":
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if n == 0 {
+			return "Nothing was waiting: every pending delivery of this " + w.Endpoint + " is already due."
+		}
+		return fmt.Sprintf("%d waiting deliveries are due now.", n)
+	case "expired":
+		return "Old keys no longer sign: deliveries carry only the current key's signature."
 	}
 	return ""
 }

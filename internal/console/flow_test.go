@@ -176,6 +176,24 @@ func TestFlow(t *testing.T) {
 			p.do(chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
 			rc.expect(t, "webhook.test")
 
+			// The rotation's overlap is on the page until it is ended.
+			if got := p.text("#old-keys"); !strings.Contains(got, "still signing until") {
+				t.Errorf("after rotate the old keys row says %q", got)
+			}
+			p.click(`form[action$="/expire_old_secrets"] button`)
+			if got := p.text(".notice"); !strings.Contains(got, "Old keys no longer sign") {
+				t.Errorf("ending the overlap says %q", got)
+			}
+			if run(p, chromedp.Evaluate[bool](`document.querySelector('#old-keys') !== null`)) {
+				t.Error("the old keys row is still shown after ending the overlap")
+			}
+
+			// Retry now says how many were brought forward.
+			p.click(`form[action$="/retry_now"] button`)
+			if got := p.text(".notice"); !strings.Contains(got, "Nothing was waiting") {
+				t.Errorf("retry now says %q", got)
+			}
+
 			// Disable, enable.
 			p.click(`form[action$="/enabled"] button`)
 			if got := p.text(".facts .badge"); got != "disabled" {

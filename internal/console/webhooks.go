@@ -270,10 +270,29 @@ func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, s *session) 
 	done(w, r, id, "redelivered", out.Redelivered)
 }
 
+func (c *Console) retryNow(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	out, err := callAs[ops.RetriedNow](r.Context(), c, s, "webhooks.retry_now", &ops.EndpointRef{ID: id})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	done(w, r, id, "retried", out.RetriedNow)
+}
+
+func (c *Console) expireOldSecrets(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	if _, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.expire_old_secrets", &ops.EndpointRef{ID: id}); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	done(w, r, id, "expired", 0)
+}
+
 // done sends the browser back to the endpoint page, saying what happened.
 func done(w http.ResponseWriter, r *http.Request, id, what string, n int) {
 	u := "/admin/webhooks/" + url.PathEscape(id) + "?done=" + what
-	if what == "redelivered" {
+	if what == "redelivered" || what == "retried" {
 		u += "&n=" + strconv.Itoa(n)
 	}
 	http.Redirect(w, r, u, http.StatusSeeOther)
