@@ -10,7 +10,7 @@ help: ## list the targets
 test: vet ts-build mcp-client test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests, the official MCP client
 
 test-go: ## Go tests with the race detector
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 
 ts-build: ## install and build the TypeScript SDK (the Go cross-language test uses it)
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
