@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/profile"
 )
@@ -103,6 +105,15 @@ type Config struct {
 	// 10 ms and 50 ms.
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
+
+	// MetricsOwnerLabels adds owner and endpoint labels to the Prometheus
+	// counters (MetricsHandler). Off by default: their cardinality grows
+	// with the owners and endpoints.
+	MetricsOwnerLabels bool
+	// TracerProvider turns tracing on (nil: off): spans for API requests
+	// (otelhttp), River jobs (otelriver) and hookd's publish, fanout and
+	// deliver, one trace per event. Webhook requests carry no trace headers.
+	TracerProvider trace.TracerProvider
 
 	// Now is the clock (nil: time.Now); tests inject one.
 	Now func() time.Time

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
@@ -47,6 +48,8 @@ func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Regist
 	for _, t := range cfg.EventTypes {
 		extra = append(extra, t.internal())
 	}
+	// The failure notifications are offered to every owner.
+	extra = append(extra, delivery.NotificationTypes...)
 	byName := map[string]event.Type{}
 	var names []string
 	put := func(t event.Type, prof string, now time.Time) error {

@@ -35,6 +35,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,6 +44,7 @@ import (
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/httpapi"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/profile"
@@ -64,8 +66,10 @@ type Hookd struct {
 	api       *httpapi.Server
 	usesYours bool // UseRiver was called
 	// uiCtx bounds River UI's background services; Close ends it.
-	uiCtx  context.Context
-	stopUI context.CancelFunc
+	uiCtx   context.Context
+	stopUI  context.CancelFunc
+	metrics *metrics.Metrics
+	started atomic.Bool // Start started hookd's own River client
 }
 
 func init() {
@@ -146,6 +150,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err := registerCatalog(ctx, db, profiles, cfg); err != nil {
 		return nil, err
 	}
+	m := metrics.New(metrics.Config{Profiles: profiles.Names(), OwnerLabels: cfg.MetricsOwnerLabels, Process: true})
 	engine := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
 		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
@@ -153,7 +158,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
+		Metrics: m, Tracer: tracer(cfg.TracerProvider),
 	})
+	if err := m.Register(&metrics.DBCollector{DB: db, Queues: []string{delivery.QueueFanout, delivery.QueueDeliver}, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
+		return nil, err
+	}
 	queue, err := db.NewRiver(riverConfig(cfg, engine, db.Engine))
 	if err != nil {
 		return nil, err
@@ -161,9 +170,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
 	h := &Hookd{
 		cfg: cfg, db: db, engine: engine, ops: opsSvc, queue: queue, ownRiver: queue,
-		api: &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log},
+		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider},
+		metrics: m,
 	}
 	h.uiCtx, h.stopUI = context.WithCancel(context.Background())
+	h.api.Ready = h.Ready
 	return h, nil
 }
 
@@ -175,7 +186,11 @@ func (h *Hookd) Start(ctx context.Context) error {
 	if !h.cfg.Work {
 		return nil
 	}
-	return h.ownRiver.Start(context.WithoutCancel(ctx))
+	if err := h.ownRiver.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	h.started.Store(true)
+	return nil
 }
 
 // Stop stops fetching new jobs and waits for deliveries in flight until

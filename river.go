@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
 
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/store"
@@ -104,6 +106,13 @@ func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.
 		// through LISTEN/NOTIFY; on SQLite the poll is all there is, and on
 		// one in-process connection it costs a few cheap queries a second.
 		rc.FetchPollInterval = map[bool]time.Duration{true: 200 * time.Millisecond, false: 50 * time.Millisecond}[pg]
+	}
+	if cfg.TracerProvider != nil {
+		// Spans for job inserts and work; the inserting span's context
+		// rides in each job's metadata, linked from its work span.
+		rc.Middleware = []rivertype.Middleware{otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+			TracerProvider: cfg.TracerProvider, EnableTracePropagation: true, EnableWorkSpanJobKindSuffix: true,
+		})}
 	}
 	if !cfg.Work {
 		return rc // insert-only client: an API node, or your River runs the workers

@@ -19,6 +19,7 @@ type dbFlags struct {
 	schema        string
 	masterKeyFile string
 	logLevel      string
+	logFormat     string
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet) {
@@ -26,6 +27,7 @@ func (f *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.schema, "schema", os.Getenv("HOOKD_SCHEMA"), "PostgreSQL schema for hookd's tables (env HOOKD_SCHEMA)")
 	fs.StringVar(&f.masterKeyFile, "master-key-file", os.Getenv("HOOKD_MASTER_KEY_FILE"), "file holding the master key; default hookd.key beside the SQLite file (env HOOKD_MASTER_KEY_FILE; HOOKD_MASTER_KEY holds the key itself)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("HOOKD_LOG_LEVEL", "info"), "debug, info, warn or error (env HOOKD_LOG_LEVEL)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("HOOKD_LOG_FORMAT", "text"), "text (logfmt) or json, one object a line (env HOOKD_LOG_FORMAT)")
 }
 
 func (f *dbFlags) logger(w io.Writer) (*slog.Logger, error) {
@@ -33,7 +35,14 @@ func (f *dbFlags) logger(w io.Writer) (*slog.Logger, error) {
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", f.logFormat)
 }
 
 func (f *dbFlags) isPostgres() bool {

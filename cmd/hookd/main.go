@@ -8,6 +8,8 @@
 //	hookd verify     verify one delivery from stdin
 //	hookd mcp        serve the ops as MCP tools over stdio
 //	hookd bench      measure throughput, latency and memory end to end
+//	hookd version    print the version and VCS revision
+//	hookd healthcheck GET /healthz (the container's HEALTHCHECK)
 package main
 
 import (
@@ -33,6 +35,8 @@ commands:
   verify    verify one delivery (body on stdin)
   mcp       serve every operation as an MCP tool over stdio
   bench     measure hookd end to end on a fresh database (docs/performance.md)
+  version   print the module version and VCS revision
+  healthcheck  GET a running hookd's /healthz; exit 0 if it answers 200
 
 Flags may come before or after arguments. Run 'hookd <command> -h' for a
 command's flags.
@@ -69,6 +73,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = mcpCmd(ctx, rest, stdin, stdout, stderr)
 	case "bench":
 		err = benchCmd(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		err = versionCmd(stdout)
+	case "healthcheck":
+		err = healthcheck(ctx, rest, stdout, stderr)
 	case "verify":
 		return receiver.Verify(rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":

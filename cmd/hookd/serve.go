@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +16,11 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/parts"
+	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/tracing"
+	"github.com/hookd/hookd/internal/version"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,6 +38,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jobTimeout := fs.Duration("job-timeout", hookd.DefaultJobTimeout, "bound on one delivery attempt")
 	httpTimeout := fs.Duration("http-timeout", hookd.DefaultHTTPTimeout, "HTTP timeout of one delivery (inside the job timeout)")
 	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("HOOKD_METRICS_ADDR"), "serve /metrics (and /healthz, /readyz) on this address of its own, e.g. :9090; empty: /metrics on --addr (env HOOKD_METRICS_ADDR)")
+	ownerLabels := fs.Bool("metrics-owner-labels", os.Getenv("HOOKD_METRICS_OWNER_LABELS") == "true", "label the Prometheus counters by owner and endpoint (cardinality grows with them) (env HOOKD_METRICS_OWNER_LABELS=true)")
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,9 +66,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Workers = *workers
 	cfg.RescueStuckJobsAfter = *rescue
 	cfg.DefaultProfile = *profileName
+	cfg.MetricsOwnerLabels = *ownerLabels
 	cfg.LeaseFor, cfg.JobTimeout, cfg.HTTPTimeout = *leaseFor, *jobTimeout, *httpTimeout
 	if err := cfg.Validate(); err != nil {
 		return fs.Errorf("%v", err)
+	}
+
+	tp, err := tracing.FromEnv(ctx, version.Get().Version)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		cfg.TracerProvider = tp
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				log.Warn("flushing traces failed", "error", err)
+			}
+		}()
 	}
 
 	h, err := hookd.Open(ctx, cfg)
@@ -74,20 +97,31 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	var srv *http.Server
-	errc := make(chan error, 1)
-	if *role != "worker" || addrSet {
-		ln, err := net.Listen("tcp", *addr)
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	api := http.NewServeMux()
+	api.Handle("/", h.Handler())
+	if *metricsAddr != "" {
+		msrv, ln, err := listen(*metricsAddr, probesMux(h, engine), errc)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", *addr, err)
+			return err
 		}
-		srv = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- srv.Serve(ln) }()
+		servers = append(servers, msrv)
+		fmt.Fprintf(stdout, "hookd metrics on http://%s/metrics\n", ln.Addr())
+	} else {
+		api.Handle("GET /metrics", h.MetricsHandler())
+	}
+	if *role != "worker" || addrSet {
+		srv, ln, err := listen(*addr, api, errc)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, srv)
 		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, engine)
 	} else {
 		fmt.Fprintf(stdout, "hookd worker running (%s)\n", engine)
 	}
-	log.Info("hookd started", "role", *role, "engine", engine, "db", f.db)
+	log.Info("hookd started", "role", *role, "engine", engine, "db", redactURL(f.db), "version", version.Get().Version, "tracing", tp != nil)
 
 	select {
 	case <-ctx.Done():
@@ -99,12 +133,45 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down: no new deliveries are fetched; in-flight ones may finish", "deadline", *shutdown)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdown)
 	defer cancel()
-	if srv != nil {
+	for _, srv := range servers {
 		_ = srv.Shutdown(sctx)
 	}
 	if err := h.Stop(sctx); err != nil {
-		log.Warn("stop", "err", err)
+		log.Warn("stop", "error", err)
 	}
 	log.Info("hookd stopped")
 	return nil
+}
+
+// listen serves handler on addr in the background; Serve's end goes to errc.
+func listen(addr string, handler http.Handler, errc chan<- error) (*http.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { errc <- srv.Serve(ln) }()
+	return srv, ln, nil
+}
+
+// probesMux is the --metrics-addr listener: /metrics and the probes, no
+// API (a worker's only listener, usually).
+func probesMux(h *hookd.Hookd, engine store.Engine) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h.MetricsHandler())
+	mux.Handle("GET /healthz", httpapi.Health(engine))
+	mux.Handle("GET /readyz", httpapi.Readiness(h.Ready, parts.Of(h).API.Log))
+	return mux
+}
+
+// redactURL hides a database URL's password in logs.
+func redactURL(db string) string {
+	u, err := url.Parse(db)
+	if err != nil || u.User == nil {
+		return db
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }

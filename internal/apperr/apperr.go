@@ -22,7 +22,7 @@ const (
 	Forbidden    Code = "forbidden"    // authenticated, but the role may not (403)
 	TooLarge     Code = "too_large"    // body over the limit (413)
 	Internal     Code = "internal"     // our fault (500)
-	Unavailable  Code = "unavailable"  // shutting down or overloaded (503)
+	Unavailable  Code = "unavailable"  // not ready, or the database unreachable: retry (503, Retry-After)
 )
 
 // Error is an application error with a code and a message meant for the

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
@@ -63,10 +66,13 @@ func (s *Service) retryOf(metadata []byte) profile.Retry {
 // lease is held (see drainThenHandOver). The lease comes first: a job that
 // meets it busy (under a hot endpoint's backlog, most of them, while the
 // holders drain) costs one short read before it snoozes, not a full load.
-func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (err error) {
 	s := w.s
-	q := s.db.Q()
 	endpointID, eventID := job.Args.EndpointID, job.Args.EventID
+	ctx, span := s.startSpan(ctx, "hookd.deliver", job.Metadata, attribute.String("hookd.endpoint", endpointID),
+		attribute.String("hookd.event", eventID), attribute.Int("hookd.attempt", job.Attempt))
+	defer func() { endSpan(span, realError(err)) }()
+	q := s.db.Q()
 	now := s.now()
 	slot, ok, err := q.TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 	if err != nil {
@@ -84,6 +90,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		case !pending:
 			return nil
 		}
+		s.cfg.Metrics.LeaseBusy()
 		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
 	}
 	held := true // until a drain hands the slot over
@@ -104,14 +111,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	}
 	d, ep := a.Delivery, a.Endpoint
 	if !ep.Enabled {
-		return s.discard(ctx, d, job.ID, "endpoint disabled")
+		return s.discard(ctx, d, a.Owner.Profile, job.ID, "endpoint disabled")
 	}
 	if a.Event == nil {
-		return s.discard(ctx, d, job.ID, "event pruned")
+		return s.discard(ctx, d, a.Owner.Profile, job.ID, "event pruned")
 	}
 	p, err := s.cfg.Profiles.Get(a.Owner.Profile)
 	if err != nil {
-		return s.discard(ctx, d, job.ID, err.Error())
+		return s.discard(ctx, d, a.Owner.Profile, job.ID, err.Error())
 	}
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
 	if ep.Ordered && exclusive {
@@ -135,7 +142,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 		}
 	}
 
-	out, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
+	out, took, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
 	if held := (*rateHeld)(nil); errors.As(err, &held) {
 		if !exclusive {
 			_ = s.db.Relaxed().ReleaseClaims(context.WithoutCancel(ctx), []string{d.ID})
@@ -145,7 +152,8 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	if err != nil { // could not even build the request (secret unreadable …)
 		return err
 	}
-	ret, err := s.settle(ctx, ep, d, p, out, job.Attempt, job.MaxAttempts, job.ID)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.delivery", d.ID), attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))
+	ret, err := s.settle(ctx, ep, d, a.Event, p, attempted{out, took, job.Attempt, job.MaxAttempts}, job.ID)
 	if err != nil {
 		return err
 	}
@@ -188,17 +196,18 @@ func (s *Service) preflight(a *store.Attemptable, job *river.Job[DeliverArgs], n
 	return false, nil
 }
 
-// attempt builds the signed request and sends it. No transaction is open.
-func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, o *owner.Owner, p profile.Profile, now time.Time) (Outcome, error) {
+// attempt builds the signed request and sends it, and says how long the
+// HTTP exchange took. No transaction is open.
+func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, o *owner.Owner, p profile.Profile, now time.Time) (Outcome, time.Duration, error) {
 	secret, err := s.cfg.Sealer.Open(ep.SecretSealed)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("endpoint %s: %w", ep.ID, err)
+		return Outcome{}, 0, fmt.Errorf("endpoint %s: %w", ep.ID, err)
 	}
 	buf := profile.Buffers.Get()
 	body, err := p.AppendBody(*buf, ev, o)
 	if err != nil {
 		profile.Buffers.Put(buf)
-		return Outcome{}, fmt.Errorf("render %s: %w", ev.ID, err)
+		return Outcome{}, 0, fmt.Errorf("render %s: %w", ev.ID, err)
 	}
 	*buf = body
 	h := make(http.Header, 6+len(ep.Headers))
@@ -209,23 +218,38 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	h["User-Agent"] = []string{s.cfg.UserAgent}
 	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {
 		profile.Buffers.Put(buf)
-		return Outcome{}, fmt.Errorf("sign %s: %w", ev.ID, err)
+		return Outcome{}, 0, fmt.Errorf("sign %s: %w", ev.ID, err)
 	}
 	if err := s.pace(ctx, ep); err != nil {
 		profile.Buffers.Put(buf)
-		return Outcome{}, err
+		return Outcome{}, 0, err
 	}
+	start := time.Now() // the wall clock, not s.now: a duration, not a time
 	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
-	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p.GivesUpOn), nil
+	took := time.Since(start)
+	s.cfg.Metrics.Attempt(p.Name(), took)
+	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p.GivesUpOn), took, nil
+}
+
+// attempted is one attempt that reached (or tried to reach) the receiver: its
+// outcome, how long it took, and which of the job's attempts it spent.
+type attempted struct {
+	out                  Outcome
+	took                 time.Duration
+	attempt, maxAttempts int
 }
 
 // settle records an attempt's outcome and moves the endpoint's state, in one
-// transaction, and returns what River should do with the job. attempt is
-// the River attempt this send spent (1-based), maxAttempts the budget.
-func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, p profile.Profile, out Outcome, attempt, maxAttempts int, jobID int64) (error, error) {
+// transaction, and returns what River should do with the job. a.attempt is
+// the River attempt this send spent (1-based), a.maxAttempts the budget. A
+// transition of the endpoint's health (failing, disabled, recovered) is
+// logged and published as a failure notification in the same transaction.
+func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, p profile.Profile, a attempted, jobID int64) (error, error) {
+	out := a.out
 	now := s.now().UTC()
 	rec := store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
 	var ret error
+	outcome := metrics.Delivered
 	switch out.Verdict {
 	case Complete:
 		rec.State = endpoint.Delivered
@@ -234,18 +258,22 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		next := now.Add(out.Wait).UnixMicro()
 		rec.NextAttemptAt = &next
 		ret = river.JobSnooze(out.Wait)
+		outcome = metrics.Snoozed
 	case Retry:
-		if attempt >= maxAttempts {
+		if a.attempt >= a.maxAttempts {
 			rec.State = endpoint.Failed
-			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", attempt)
+			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", a.attempt)
+			outcome = metrics.Failed
 		} else {
-			next := now.Add(p.Retry().After(attempt)).UnixMicro()
+			next := now.Add(p.Retry().After(a.attempt)).UnixMicro()
 			rec.NextAttemptAt = &next
+			outcome = metrics.Retry
 		}
 		ret = errors.New(out.Error)
 	case Discard:
 		rec.State = endpoint.Failed
 		ret = river.JobCancel(errors.New(out.Error))
+		outcome = metrics.Discarded
 	}
 	// Once the receiver answered, record it even if the job is being
 	// cancelled (a hard stop): otherwise a delivered event would be sent again.
@@ -256,47 +284,76 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		if err := s.db.Relaxed().RecordAttempt(ctx, rec); err != nil {
 			return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 		}
-		s.logAttempt(d, attempt, out)
+		s.observe(d, ev, p.Name(), a, outcome)
 		return nil, nil
 	}
+	var moved []transition
 	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+		moved = moved[:0] // a retried transaction starts over
 		if err := q.RecordAttempt(ctx, rec); err != nil {
 			return err
 		}
-		if out.Verdict == Complete {
-			if ep.FailingSince == nil { // only a failing endpoint has anything to clear
-				return nil
-			}
-			ep.FailingSince = nil
-			return q.MarkEndpointHealthy(ctx, ep.ID)
-		}
-		reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
-		since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
-		if err != nil && !apperr.IsNotFound(err) {
+		t, err := s.moveHealth(ctx, q, ep, out, now)
+		if err != nil || len(t) == 0 {
 			return err
 		}
-		if disabled {
-			s.log.Warn("endpoint disabled after continuous failure", "endpoint", ep.ID, "failing_since", time.UnixMicro(since).UTC())
-		}
-		return nil
+		moved = t
+		return s.notify(ctx, q, ep, t, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 	}
-	s.logAttempt(d, attempt, out)
+	s.observe(d, ev, p.Name(), a, outcome)
+	for _, t := range moved {
+		s.logTransition(ep, t)
+	}
 	return ret, nil
 }
 
-func (s *Service) logAttempt(d *endpoint.Delivery, attempt int, out Outcome) {
-	s.log.Debug("delivery attempt", "delivery", d.ID, "endpoint", d.EndpointID, "event", d.EventID, "attempt", attempt, "verdict", out.Verdict.String(), "status", out.Status)
+// moveHealth moves the endpoint's health after an attempt (inside the
+// settling transaction) and returns the transitions that happened: a
+// success clears failing_since (recovered); a failure sets it if unset
+// (failing) and disables the endpoint once it has failed for DisableAfter.
+func (s *Service) moveHealth(ctx context.Context, q *store.Q, ep *endpoint.Endpoint, out Outcome, now time.Time) ([]transition, error) {
+	if out.Verdict == Complete {
+		if ep.FailingSince == nil { // only a failing endpoint has anything to clear
+			return nil, nil
+		}
+		cleared, err := q.MarkEndpointHealthy(ctx, ep.ID)
+		if err != nil || !cleared {
+			return nil, err
+		}
+		since := *ep.FailingSince
+		ep.FailingSince = nil
+		return []transition{{kind: Recovered, since: since}}, nil
+	}
+	reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
+	since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
+	if apperr.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ts []transition
+	if since == now.UnixMicro() { // this attempt set it: the endpoint starts failing
+		ts = append(ts, transition{kind: Failing, since: time.UnixMicro(since).UTC(), lastStatus: out.Status, lastError: out.Error})
+	}
+	if disabled {
+		ts = append(ts, transition{kind: Disabled, since: time.UnixMicro(since).UTC(), lastStatus: out.Status, lastError: out.Error, reason: reason})
+	}
+	return ts, nil
 }
 
-// discard marks a delivery failed with reason and cancels its job.
-func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, jobID int64, reason string) error {
+// discard marks a delivery failed with reason, without sending it, and
+// cancels its job.
+func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, profileName string, jobID int64, reason string) error {
 	now := s.now().UnixMicro()
 	err := s.db.Q().RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Error: reason, State: endpoint.Failed, JobID: jobID, Now: now})
 	if err != nil {
 		return err
 	}
+	s.cfg.Metrics.Outcome(profileName, metrics.Owner{OwnerID: d.OwnerID, EndpointID: d.EndpointID}, metrics.Discarded)
+	s.log.Info("delivery discarded unsent", "event", d.EventID, "endpoint", d.EndpointID, "delivery", d.ID, "reason", reason)
 	return river.JobCancel(errors.New(reason))
 }

@@ -7,7 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -105,7 +108,11 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 				unsent = append(unsent, d.ID)            // left to the delivery's own job
 				continue
 			}
-			out, err := s.attempt(ctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
+			dctx, span := s.startSpan(ctx, "hookd.deliver", nil, attribute.String("hookd.endpoint", d.EndpointID),
+				attribute.String("hookd.event", d.EventID), attribute.String("hookd.delivery", d.ID), attribute.Bool("hookd.drained", true))
+			out, took, err := s.attempt(dctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
+			span.SetAttributes(attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))
+			endSpan(span, err)
 			if err != nil {
 				// Held back by the rate limit (other senders share it):
 				// the drain's bound, the next job is woken.
@@ -115,15 +122,18 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 				continue
 			}
 			sent++
+			one := attempted{out, took, 1, p.Retry().MaxAttempts}
 			if out.Verdict == Complete {
 				rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: holder}, d.JobID)
-				s.logAttempt(d, 1, out)
+				s.observe(d, a.Event, p.Name(), one, metrics.Delivered)
 				continue
 			}
 			// The endpoint stopped answering 2xx: settle this one now (it
 			// moves the endpoint's health) and leave the rest to their jobs.
 			// On an ordered endpoint a discard lets the next go: go on.
-			_, _ = s.settle(ctx, a.Endpoint, d, p, out, 1, p.Retry().MaxAttempts, 0)
+			if _, err := s.settle(ctx, a.Endpoint, d, a.Event, p, one, 0); err != nil {
+				s.log.Warn("recording a drained delivery's failure failed; its own job sends it again", "delivery", d.ID, "error", err)
+			}
 			stopped = !ep.Ordered || out.Verdict != Discard
 		}
 		if !exclusive && len(unsent) > 0 { // an exclusive drain claims nothing

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -50,6 +51,9 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return river.JobCancel(err)
 	}
+	if s.cfg.Metrics != nil {
+		s.profiles.Store(o.ID, o.Profile)
+	}
 	eps, err := q.ListEndpoints(ctx, o.ID, true)
 	if err != nil {
 		return err
@@ -59,7 +63,11 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return err
 	}
-	return s.fanout(ctx, ev, o, p, eps, scoped)
+	var meta []byte
+	if job.JobRow != nil { // nil when Fanout runs it directly
+		meta = job.Metadata
+	}
+	return s.fanout(ctx, ev, o, p, eps, scoped, meta)
 }
 
 // targets returns the endpoints (of the owner's enabled ones) ev goes to;
@@ -69,8 +77,12 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 		return nil, nil
 	}
 	implicit := p.Implicit(ev.Type, o)
+	about := AboutEndpoint(ev) // a failure notification never goes to its endpoint
 	var out []*endpoint.Endpoint
 	for _, ep := range eps {
+		if about != "" && ep.ID == about {
+			continue
+		}
 		if ev.EndpointID != "" {
 			if ep.ID == ev.EndpointID { // a test event: that endpoint only
 				return []*endpoint.Endpoint{ep}, nil
@@ -97,7 +109,9 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 // events one transaction and one endpoint list serve many of them, instead
 // of a River job, a transaction and a commit each. While an endpoint is
 // failing its new deliveries are scheduled Cooldown out.
-func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool) error {
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool, jobMetadata []byte) (err error) {
+	ctx, span := s.startSpan(ctx, "hookd.fanout", jobMetadata, attribute.String("hookd.event", ev.ID), attribute.String("hookd.event_type", ev.Type))
+	defer func() { endSpan(span, err) }()
 	now := s.now().UTC()
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
 	// Relaxed commit: PostgreSQL writes WAL in order, so River's later,
@@ -105,7 +119,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
 	var deferred []string
-	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+	err = s.db.InTxRelaxed(ctx, func(q *store.Q) error {
 		deferred = nil // a retried transaction starts over
 		// Another fanout may be fanning this event out right now: look
 		// again once it has committed (its pairs are then skipped below)
@@ -124,6 +138,13 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		if err != nil {
 			return err
 		}
+		// Each event's deliveries carry its own trace (tracing on): the
+		// events taken along continue theirs, read from their fanout jobs.
+		metaOf, endOthers, err := s.fanoutTraces(ctx, q, others, otherJobs, jobMeta{Profile: p.Name()}, meta)
+		if err != nil {
+			return err
+		}
+		defer endOthers()
 		var (
 			ds     []*endpoint.Delivery
 			params []river.InsertManyParams
@@ -151,7 +172,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 					State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
 				}
 				ds = append(ds, d)
-				params = append(params, deliverParams(d, p, meta, at, now))
+				params = append(params, deliverParams(d, p, metaOf(i), at, now))
 			}
 			if i > 0 {
 				done = append(done, e.ID)
@@ -252,6 +273,8 @@ func (s *Service) wakeIfFree(ctx context.Context, endpointIDs []string) {
 // the profile's schedule without a query.
 type jobMeta struct {
 	Profile string `json:"profile"`
+	// Trace is the event's trace context (tracing on): see tracing.FromMetadata.
+	Trace map[string]string `json:"hookd_trace,omitempty"`
 }
 
 func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now time.Time) river.InsertManyParams {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/store"
@@ -66,7 +68,12 @@ type publishGroup struct{ s *Service }
 // event is written exactly as Publish writes it; only the transaction is
 // shared, so use Publish when the event must commit with the caller's own
 // writes.
-func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (Published, error) {
+func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published, err error) {
+	// With tracing on, the group's one insert carries the context of the
+	// call that runs the group: a single publish (or the first of a
+	// group) continues its caller's trace.
+	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", 1))
+	defer func() { endSpan(span, err) }()
 	if err := s.prepare([]*event.Event{ev}); err != nil {
 		return Published{}, err
 	}

@@ -8,9 +8,12 @@ import (
 	"slices"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -39,7 +42,9 @@ type Published struct {
 // exist if and only if the transaction commits (the transactional outbox).
 // Each event must have OwnerID and the caller's fields set; ids and times
 // are filled in here.
-func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (_ []Published, err error) {
+	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", len(evs)))
+	defer func() { endSpan(span, err) }()
 	if err := s.prepare(evs); err != nil {
 		return nil, err
 	}
@@ -147,6 +152,12 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([
 	if err := q.DeleteJobs(ctx, unused); err != nil {
 		return nil, err
 	}
+	if s.cfg.Metrics != nil {
+		s.countPublished(ctx, q, evs, res)
+	}
+	if len(out) == 1 && s.cfg.Tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.event", out[0].ID), attribute.String("hookd.event_type", evs[0].Type))
+	}
 	return out, nil
 }
 
@@ -163,4 +174,42 @@ func (s *Service) refuseTestType(ev *event.Event) error {
 		}
 	}
 	return nil
+}
+
+// countPublished counts the events a publish inserted, by their owner's
+// profile. The transaction has not committed yet: one the caller rolls back
+// is counted too.
+func (s *Service) countPublished(ctx context.Context, q *store.Q, evs []*event.Event, res []store.Inserted) {
+	n, owner := 0, ""
+	flush := func() {
+		if n > 0 {
+			s.cfg.Metrics.Published(s.profileOf(ctx, q, owner), metrics.Owner{OwnerID: owner}, n)
+		}
+	}
+	for i, ev := range evs {
+		if !res[i].Inserted {
+			continue
+		}
+		if ev.OwnerID != owner {
+			flush()
+			n, owner = 0, ev.OwnerID
+		}
+		n++
+	}
+	flush()
+}
+
+// profileOf is the owner's profile name for the metrics: remembered from
+// the last fanout or publish of its events (a profile change shows in the
+// next fanout), else read.
+func (s *Service) profileOf(ctx context.Context, q *store.Q, ownerID string) string {
+	if p, ok := s.profiles.Load(ownerID); ok {
+		return p.(string)
+	}
+	o, err := q.GetOwner(ctx, ownerID)
+	if err != nil {
+		return "unknown"
+	}
+	s.profiles.Store(ownerID, o.Profile)
+	return o.Profile
 }

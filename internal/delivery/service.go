@@ -8,14 +8,17 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/group"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
@@ -80,6 +83,10 @@ type Config struct {
 	// GroupMax is the most single publishes one group commit carries
 	// (default DefaultGroupMax; 1 commits each alone).
 	GroupMax int
+	// Metrics counts publishes and attempt outcomes (nil: none).
+	Metrics *metrics.Metrics
+	// Tracer makes hookd's spans: publish, fanout, deliver (nil: tracing off).
+	Tracer trace.Tracer
 }
 
 // Service is the engine.
@@ -91,6 +98,8 @@ type Service struct {
 	rec   *recorder                   // the drains' successes, recorded in groups
 	group *group.Runner[*publishCall] // single publishes' group commit
 	hooks atomic.Pointer[Hooks]
+	// profiles remembers owners' profile names for the metrics' labels.
+	profiles sync.Map
 }
 
 // Hooks stop the engine at its hand-over windows, so tests can force the

@@ -29,11 +29,20 @@ type ErrorDetail struct {
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := apperr.CodeOf(err)
 	status := apperr.Status(code)
-	if status >= 500 {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	switch {
+	case code == apperr.Unavailable:
+		// The database is unreachable (or hookd not ready): nothing was
+		// written; tell clients to retry.
+		w.Header().Set("Retry-After", RetryAfterSeconds)
+		log.Warn("request unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+	case status >= 500:
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: apperr.MessageOf(err)}})
 }
+
+// RetryAfterSeconds is the Retry-After of every 503 unavailable answer.
+const RetryAfterSeconds = "5"
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -5,12 +5,15 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/tracing"
 )
 
 // Server is the REST projection of the ops.
@@ -24,15 +27,22 @@ type Server struct {
 	// Console, when set, is the web page: it answers /, /admin/… and
 	// GET /admin/tasks for a browser (a request without a bearer key).
 	Console http.Handler
+	// Ready says why hookd cannot serve now (nil: ready): GET /readyz.
+	Ready func(ctx context.Context) error
+	// Tracing, when set, gives every request a span (otelhttp), continuing
+	// a caller's W3C traceparent.
+	Tracing trace.TracerProvider
 }
 
-// Handler returns the HTTP handler: every op's route, /healthz, the job page.
+// Handler returns the HTTP handler: every op's route, /healthz, /readyz,
+// the job page.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, op := range s.Ops.Ops() {
 		mux.Handle(op.Method+" "+op.Path, s.opHandler(op))
 	}
-	mux.HandleFunc("GET /healthz", s.health)
+	mux.HandleFunc("GET /healthz", Health(s.DB.Engine))
+	mux.HandleFunc("GET /readyz", Readiness(s.Ready, s.Log))
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
@@ -43,6 +53,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
+	}
+	if s.Tracing != nil {
+		return otelhttp.NewHandler(mux, "hookd.api", otelhttp.WithTracerProvider(s.Tracing), otelhttp.WithPropagators(tracing.Propagator))
 	}
 	return mux
 }
@@ -101,14 +114,4 @@ func (s *Server) Authenticate(ctx context.Context, authorization, ownerName stri
 	}
 	// An operator key has no owner of its own; ActAs applies the one named.
 	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID}, ownerName)
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if _, err := s.DB.Q().ListOwners(ctx); err != nil {
-		writeError(w, r, s.Log, apperr.New(apperr.Unavailable, "database unreachable"))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "engine": s.DB.Engine})
 }

@@ -240,9 +240,9 @@ func (db *DB) Q() *Q { return &Q{db: db, q: db.base} }
 // otherwise. Never call out over the network inside fn.
 func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 	if db.pool != nil {
-		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		return classify(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 			return fn(&Q{db: db, q: pgQuerier{tx}, tx: tx})
-		})
+		}))
 	}
 	tx, err := db.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
@@ -396,4 +396,13 @@ func (db *DB) Relaxed() *Q {
 		return db.Q()
 	}
 	return &Q{db: db, q: pgRelaxed{db.pool}}
+}
+
+// Ping checks that the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.base.queryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
 }

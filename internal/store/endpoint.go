@@ -148,11 +148,12 @@ func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now, disableAfte
 	return failingSince, n == 1, nil
 }
 
-// MarkEndpointHealthy clears failing_since after a success.
-func (q *Q) MarkEndpointHealthy(ctx context.Context, id string) error {
-	_, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, id)
+// MarkEndpointHealthy clears failing_since after a success; cleared says
+// whether it was set (this call is the endpoint's recovery).
+func (q *Q) MarkEndpointHealthy(ctx context.Context, id string) (cleared bool, err error) {
+	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, id)
 	if err != nil {
-		return fmt.Errorf("mark endpoint healthy: %w", err)
+		return false, fmt.Errorf("mark endpoint healthy: %w", err)
 	}
-	return nil
+	return n == 1, nil
 }

@@ -185,8 +185,12 @@ func TestEndpointHealth(t *testing.T) {
 		}
 
 		// Healthy clears failing_since (re-enabling is the owner's act).
-		must(t, q.MarkEndpointHealthy(ctx, other.ID)) // not failing: no-op
-		must(t, q.MarkEndpointHealthy(ctx, ep.ID))
+		if cleared, err := q.MarkEndpointHealthy(ctx, other.ID); err != nil || cleared { // not failing: no-op
+			t.Fatalf("MarkEndpointHealthy(not failing) = %v, %v; want false, nil", cleared, err)
+		}
+		if cleared, err := q.MarkEndpointHealthy(ctx, ep.ID); err != nil || !cleared {
+			t.Fatalf("MarkEndpointHealthy(failing) = %v, %v; want true, nil", cleared, err)
+		}
 		got, err = q.GetEndpoint(ctx, "acme", ep.ID)
 		must(t, err)
 		if got.FailingSince != nil {

@@ -182,6 +182,39 @@ func (db *DB) MigrationCount(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// MigrationsPending returns how many of this binary's hookd migrations the
+// database has not applied (0: current; run `hookd migrate` otherwise).
+func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return 0, err
+	}
+	var applied int
+	rs, err := db.base.query(ctx, `SELECT version FROM hookd_migrations`)
+	if err != nil {
+		return 0, fmt.Errorf("read applied migrations: %w", err)
+	}
+	defer rs.Close()
+	have := map[int]bool{}
+	for rs.Next() {
+		var v int
+		if err := rs.Scan(&v); err != nil {
+			return 0, fmt.Errorf("read applied migrations: %w", err)
+		}
+		have[v] = true
+	}
+	if err := rs.Err(); err != nil {
+		return 0, fmt.Errorf("read applied migrations: %w", err)
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		if v, err := strconv.Atoi(name[:strings.IndexByte(name, '_')]); err == nil && have[v] {
+			applied++
+		}
+	}
+	return len(files) - applied, nil
+}
+
 // splitSQL splits a migration into statements on ';' at line ends, dropping
 // comment lines.
 func splitSQL(s string) []string {

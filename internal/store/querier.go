@@ -90,7 +90,7 @@ type pgQuerier struct{ c pgConn }
 func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	tag, err := p.c.Exec(ctx, q, args...)
 	if err != nil {
-		return 0, err
+		return 0, classify(err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -98,7 +98,7 @@ func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, erro
 func (p pgQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
 	r, err := p.c.Query(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	return r, nil
 }
@@ -114,7 +114,7 @@ func (r pgRow) Scan(dest ...any) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNoRows
 	}
-	return err
+	return classify(err)
 }
 
 // pgRelaxed runs each statement in its own implicit transaction whose
@@ -144,7 +144,7 @@ func (p pgRelaxed) exec(ctx context.Context, q string, args ...any) (int64, erro
 		err = cerr
 	}
 	if err != nil {
-		return 0, err
+		return 0, classify(err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -153,12 +153,12 @@ func (p pgRelaxed) query(ctx context.Context, q string, args ...any) (rows, erro
 	br := p.send(ctx, q, args...)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return nil, err
+		return nil, classify(err)
 	}
 	r, err := br.Query()
 	if err != nil {
 		_ = br.Close()
-		return nil, err
+		return nil, classify(err)
 	}
 	return pgBatchRows{r, br}, nil
 }

@@ -143,3 +143,26 @@ func (db *DB) UseRiver(client any) (Queue, error) {
 	db.queue = q
 	return q, nil
 }
+
+// JobMetadata returns the metadata of River jobs by id (those that exist):
+// a fanout reads the trace context of the events it takes along.
+func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rs, err := q.q.query(ctx, `SELECT id, metadata FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("job metadata: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id int64
+		var meta []byte
+		if err := rs.Scan(&id, &meta); err != nil {
+			return nil, fmt.Errorf("job metadata: %w", err)
+		}
+		out[id] = meta
+	}
+	return out, rs.Err()
+}

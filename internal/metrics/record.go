@@ -1,0 +1,57 @@
+package metrics
+
+import "time"
+
+// Owner names whom a recorded event or delivery belongs to; it becomes
+// labels only with Config.OwnerLabels.
+type Owner struct {
+	OwnerID, EndpointID string
+}
+
+// Published counts n events inserted by a publish.
+func (m *Metrics) Published(profile string, who Owner, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	if m.ownerLabels {
+		m.published.WithLabelValues(profile, who.OwnerID).Add(float64(n))
+		return
+	}
+	m.of(profile).published.Add(float64(n))
+}
+
+// Attempt records one HTTP attempt's duration.
+func (m *Metrics) Attempt(profile string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.of(profile).attempt.Observe(took.Seconds())
+}
+
+// Outcome counts one delivery outcome.
+func (m *Metrics) Outcome(profile string, who Owner, o Outcome) {
+	if m == nil {
+		return
+	}
+	if m.ownerLabels {
+		m.deliveries.WithLabelValues(profile, o.String(), who.OwnerID, who.EndpointID).Inc()
+		return
+	}
+	m.of(profile).deliveries[o].Inc()
+}
+
+// Latency records the time from an event's publish to its first 2xx.
+func (m *Metrics) Latency(profile string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.of(profile).latency.Observe(max(took, 0).Seconds())
+}
+
+// LeaseBusy counts a deliver job that met its endpoint's lease held.
+func (m *Metrics) LeaseBusy() {
+	if m == nil {
+		return
+	}
+	m.leaseBusy.Inc()
+}

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Stats is what the metrics collector reads at scrape time: bounded,
+// aggregate queries (no row leaves the database) that the hot path never
+// runs.
+type Stats struct {
+	// Pending deliveries, and the earliest next_attempt_at among those due
+	// at now (0: none due).
+	Pending       int64
+	OldestDueAt   int64
+	EndpointState map[string]int64    // healthy, failing, disabled
+	RiverJobs     map[[2]string]int64 // (queue, state) → jobs
+}
+
+// ReadStats reads Stats as of now (unix µs). The pending count and the
+// oldest due delivery come from the partial index of pending deliveries;
+// River's depth from river_job grouped by queue and state.
+func (db *DB) ReadStats(ctx context.Context, now int64) (*Stats, error) {
+	s := &Stats{EndpointState: map[string]int64{"healthy": 0, "failing": 0, "disabled": 0}, RiverJobs: map[[2]string]int64{}}
+	var oldest *int64
+	err := db.base.queryRow(ctx, `SELECT count(*), min(CASE WHEN next_attempt_at <= $1 THEN next_attempt_at END)
+		FROM hookd_deliveries WHERE state = 'pending'`, now).Scan(&s.Pending, &oldest)
+	if err != nil {
+		return nil, fmt.Errorf("stats: pending deliveries: %w", err)
+	}
+	if oldest != nil {
+		s.OldestDueAt = *oldest
+	}
+	rs, err := db.base.query(ctx, `SELECT CASE WHEN NOT enabled THEN 'disabled' WHEN failing_since IS NOT NULL THEN 'failing' ELSE 'healthy' END, count(*)
+		FROM hookd_endpoints GROUP BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("stats: endpoints: %w", err)
+	}
+	for rs.Next() {
+		var state string
+		var n int64
+		if err := rs.Scan(&state, &n); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("stats: endpoints: %w", err)
+		}
+		s.EndpointState[state] = n
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("stats: endpoints: %w", err)
+	}
+	rs, err = db.base.query(ctx, `SELECT queue, state, count(*) FROM river_job GROUP BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("stats: river jobs: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var queue, state string
+		var n int64
+		if err := rs.Scan(&queue, &state, &n); err != nil {
+			return nil, fmt.Errorf("stats: river jobs: %w", err)
+		}
+		s.RiverJobs[[2]string{queue, state}] = n
+	}
+	return s, rs.Err()
+}
