@@ -161,10 +161,10 @@ func TestEventTypesOfferedByProfile(t *testing.T) {
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b := setup(t, eng, setupOpts{mutate: withStandmeet})
 		std := b.webhookEventTypes()
-		if len(std) != 39 {
-			t.Errorf("standard owner offered %d types, want standmeet's 39: %v", len(std), keys(std))
+		if len(std) != 39+3 {
+			t.Errorf("standard owner offered %d types, want standmeet's 39 and hookd's 3 failure notifications: %v", len(std), keys(std))
 		}
-		for _, typ := range append(keys(standmeetEvents), "webhook.test") {
+		for _, typ := range append(keys(standmeetEvents), "webhook.test", "hookd.endpoint.failing", "hookd.endpoint.disabled", "hookd.endpoint.recovered") {
 			if _, ok := std[typ]; !ok {
 				t.Errorf("standard owner not offered %s", typ)
 			}

@@ -257,8 +257,8 @@ func TestServeCatalog(t *testing.T) {
 	if !strings.Contains(string(raw), `"invoice.paid"`) || strings.Contains(string(raw), "audit.log") {
 		t.Fatalf("webhook event types %s: want invoice.paid, not the internal audit.log", raw)
 	}
-	if n := len(out["data"].([]any)); n != 40 || !strings.Contains(string(raw), `"name":"corpus.note.changed","scoped":true`) {
-		t.Fatalf("%d webhook event types %s: want standmeet's 39 (corpus.note.changed scoped) and invoice.paid", n, raw)
+	if n := len(out["data"].([]any)); n != 43 || !strings.Contains(string(raw), `"name":"corpus.note.changed","scoped":true`) {
+		t.Fatalf("%d webhook event types %s: want standmeet's 39 (corpus.note.changed scoped), invoice.paid and hookd's 3 failure notifications", n, raw)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("- name: Bad Name\n"), 0o644)
