@@ -153,7 +153,13 @@ func TestFailureNotificationsAndLogs(t *testing.T) {
 
 		// The logs: one INFO line per attempt outcome, with its ids, status,
 		// duration and attempt; WARN failing (twice), WARN disabled, INFO
-		// recovered.
+		// recovered. flaky: 2 failed + 1 delivered + 1 failed (disabled);
+		// other: 2; watcher: 4. The last line is written once the last
+		// receipt's attempt is recorded, after the receiver saw it.
+		attemptLines := func() int { return strings.Count(logs.String(), `"msg":"delivery attempt"`) }
+		if !eventually(10*time.Second, func() bool { return attemptLines() >= 10 }) {
+			t.Errorf("%d attempt log lines, want 10", attemptLines())
+		}
 		count := map[string]int{}
 		for _, r := range logs.records(t) {
 			msg, _ := r["msg"].(string)
@@ -173,8 +179,6 @@ func TestFailureNotificationsAndLogs(t *testing.T) {
 				t.Errorf("%d log lines %q, want %d (all: %v)", count[line], line, want, count)
 			}
 		}
-		// flaky: 2 failed + 1 delivered + 1 failed (disabled); other: 2;
-		// watcher: 4.
 		if n := count["INFO delivery attempt"]; n != 10 {
 			t.Errorf("%d attempt log lines, want 10 (%v)", n, count)
 		}
