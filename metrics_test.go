@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +144,20 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		}
 		if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil {
 			t.Error("Go and process collectors missing")
+		}
+		// Every hookd series the docs, the alert rules and the dashboard
+		// name exists.
+		for _, doc := range []string{"docs/operations/metrics.md", "docs/operations/alerts.yaml", "docs/operations/grafana-dashboard.json"} {
+			b, err := os.ReadFile(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range regexp.MustCompile(`hookd_[a-z_]+[a-z]`).FindAllString(string(b), -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")
+				if fams[base] == nil {
+					t.Errorf("%s names %s, which /metrics does not have", doc, name)
+				}
+			}
 		}
 		// No owner data by default.
 		for name, f := range fams {
