@@ -36,9 +36,9 @@ func (db *DB) InTxForeground(ctx context.Context, fn func(q *Q) error) error {
 	if db.fgPool == nil {
 		return db.InTx(ctx, fn)
 	}
-	return pgx.BeginFunc(ctx, db.fgPool, func(tx pgx.Tx) error {
+	return classify(pgx.BeginFunc(ctx, db.fgPool, func(tx pgx.Tx) error {
 		return fn(&Q{db: db, q: pgQuerier{tx}, tx: tx})
-	})
+	}))
 }
 
 // foreground is the querier of the API's own connections (the main one

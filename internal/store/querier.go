@@ -100,8 +100,14 @@ func (p pgQuerier) query(ctx context.Context, q string, args ...any) (rows, erro
 	if err != nil {
 		return nil, classify(err)
 	}
-	return r, nil
+	return pgRows{r}, nil
 }
+
+// pgRows classifies the error pgx reports only once the rows are read (a
+// query on a connection that died is lazy about saying so).
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Err() error { return classify(r.Rows.Err()) }
 
 func (p pgQuerier) queryRow(ctx context.Context, q string, args ...any) row {
 	return pgRow{p.c.QueryRow(ctx, q, args...)}
