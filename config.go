@@ -65,9 +65,10 @@ type Config struct {
 	// JSON file of {name, exposure, scoped, description} (what `hookd serve
 	// --catalog` takes).
 	Catalogs []string
-	// Scope admits events of scoped types to endpoints attached to a scope
-	// source. Nil admits nothing to them; endpoints without one see the
-	// published slice.
+	// Scope, when set, admits events of scoped types to endpoints attached
+	// to a grant (their grant_id) instead of hookd's grants store (nil: the
+	// store, managed with the grants.* ops). Endpoints without a grant see
+	// the published slice.
 	Scope ScopeFunc
 	// DefaultProfile is the wire contract of owners created without one:
 	// "standard" (Standard Webhooks, DefaultProfile) or "kwork".

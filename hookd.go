@@ -167,7 +167,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log}
+	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
 		cfg: cfg, db: db, engine: engine, ops: opsSvc, queue: queue, ownRiver: queue,
 		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider},

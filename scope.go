@@ -7,10 +7,11 @@ import (
 	"github.com/hookd/hookd/internal/scope"
 )
 
-// ScopeFunc decides whether ev may go to an endpoint attached to the scope
-// source named source (the endpoint's scope_source, set through the admin
-// API: an access grant, a partner, a region… whatever your application
-// means by it). It is asked again for every event, so revoking a grant in
+// ScopeFunc decides whether ev, of a scoped type, may go to an endpoint
+// attached to the grant named source (the endpoint's grant_id, set through
+// the admin API: an access code, a partner, a region… whatever your
+// application means by it). Set, it replaces hookd's grants store, and
+// grant_id is not checked against the store. It is asked again for every event, so revoking a grant in
 // your application stops the next delivery. Return false for a source that
 // is revoked, expired or unknown; an error retries the fanout.
 //

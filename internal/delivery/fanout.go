@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,6 +16,7 @@ import (
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -58,8 +60,7 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return err
 	}
-	// Asked for every fanout: a type made scoped applies to the next event.
-	scoped, err := q.ScopedTypes(ctx, o.ID)
+	view, err := s.scopeView(ctx, q, o.ID, eps)
 	if err != nil {
 		return err
 	}
@@ -67,12 +68,37 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if job.JobRow != nil { // nil when Fanout runs it directly
 		meta = job.Metadata
 	}
-	return s.fanout(ctx, ev, o, p, eps, scoped, meta)
+	return s.fanout(ctx, ev, o, p, eps, view, meta)
 }
 
-// targets returns the endpoints (of the owner's enabled ones) ev goes to;
-// scoped names the owner's scoped types.
-func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool) ([]*endpoint.Endpoint, error) {
+// scopeView reads what the scope predicate needs, afresh for every fanout
+// (a type made scoped, a grant revoked or edited applies to the next one):
+// the owner's scoped types and, when there are any, the stored grants its
+// endpoints name. It runs before the fanout's transaction: on SQLite that
+// holds the only connection.
+func (s *Service) scopeView(ctx context.Context, q *store.Q, ownerID string, eps []*endpoint.Endpoint) (*scope.View, error) {
+	scoped, err := q.ScopedTypes(ctx, ownerID)
+	if err != nil {
+		return nil, err
+	}
+	v := &scope.View{Scoped: scoped, Now: s.now()}
+	if len(scoped) == 0 || s.cfg.Scope.Source != nil {
+		return v, nil
+	}
+	var ids []string
+	for _, ep := range eps {
+		if ep.GrantID != "" && !slices.Contains(ids, ep.GrantID) {
+			ids = append(ids, ep.GrantID)
+		}
+	}
+	if v.Grants, err = q.GrantsByID(ctx, ownerID, ids); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// targets returns the endpoints (of the owner's enabled ones) ev goes to.
+func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View) ([]*endpoint.Endpoint, error) {
 	if p.Excluded(ev.Type, o) {
 		return nil, nil
 	}
@@ -92,7 +118,7 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
 			continue
 		}
-		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, scoped[ev.Type])
+		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, view)
 		if err != nil {
 			return nil, fmt.Errorf("scope of endpoint %s: %w", ep.ID, err)
 		}
@@ -109,7 +135,7 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 // events one transaction and one endpoint list serve many of them, instead
 // of a River job, a transaction and a commit each. While an endpoint is
 // failing its new deliveries are scheduled Cooldown out.
-func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, scoped map[string]bool, jobMetadata []byte) (err error) {
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (err error) {
 	ctx, span := s.startSpan(ctx, "hookd.fanout", jobMetadata, attribute.String("hookd.event", ev.ID), attribute.String("hookd.event_type", ev.Type))
 	defer func() { endSpan(span, err) }()
 	now := s.now().UTC()
@@ -155,7 +181,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 			if i > 0 && len(ds) >= s.cfg.FanoutPairs {
 				break // the rest wait for their own jobs (or the next batch)
 			}
-			targets, err := s.targets(ctx, e, o, p, eps, scoped)
+			targets, err := s.targets(ctx, e, o, p, eps, view)
 			if err != nil {
 				return err
 			}

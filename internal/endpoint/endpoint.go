@@ -17,9 +17,10 @@ type Endpoint struct {
 	// SecretSealed is the endpoint's signing secret, sealed at rest. Only
 	// Sealer.Open turns it back into the secret.
 	SecretSealed []byte `json:"-"`
-	// ScopeSource names what admits events to this endpoint (seed 000: an
-	// embed's access code). Empty: the published slice.
-	ScopeSource    string     `json:"scope_source,omitempty"`
+	// GrantID names the grant that admits events of scoped types to this
+	// endpoint (seed 000: an embed's access code). Empty: the published
+	// slice.
+	GrantID        string     `json:"grant_id,omitempty"`
 	Enabled        bool       `json:"enabled"`
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	FailingSince   *time.Time `json:"failing_since,omitempty"`

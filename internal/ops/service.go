@@ -24,6 +24,10 @@ type Service struct {
 	// EgressAllow is passed to URL checks, so a URL that could never be
 	// delivered is refused at create time.
 	EgressAllow []netip.Prefix
+	// ForeignGrants: the program answers for grants itself
+	// (hookd.Config.Scope), so an endpoint's grant_id is not looked
+	// up in hookd's grants store.
+	ForeignGrants bool
 	// DefaultProfile is given to owners created implicitly.
 	DefaultProfile string
 	Now            func() time.Time
@@ -37,6 +41,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.webhookOps()...)
 		s.ops = append(s.ops, s.signingOps()...)
 		s.ops = append(s.ops, s.retryNowOp())
+		s.ops = append(s.ops, s.grantOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)

@@ -12,6 +12,7 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -22,6 +23,9 @@ type EndpointView struct {
 	*endpoint.Endpoint
 	State  endpoint.State `json:"state"`
 	Secret string         `json:"secret,omitempty"`
+	// GrantStatus is what the endpoint's grant admits now (active, revoked,
+	// expired, or deleted: nothing of scoped types until given another).
+	GrantStatus scope.GrantStatus `json:"grant_status,omitempty"`
 }
 
 func (s *Service) view(e *endpoint.Endpoint) *EndpointView {
@@ -48,7 +52,7 @@ type CreateEndpointIn struct {
 	// MaxInFlight bounds parallel deliveries where the profile allows it
 	// (kwork; the standard profile always has one in flight).
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
-	ScopeSource string `json:"scope_source,omitempty" jsonschema:"id of the grant that admits events (empty: the published slice)"`
+	GrantID     string `json:"grant_id,omitempty" jsonschema:"id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice)"`
 	Signature   string `json:"signature,omitempty" jsonschema:"hmac (default: v1 with a whsec_ secret), ed25519 (v1a: the receiver verifies with the public_key whpk_ in the record) or both"`
 	ControlsIn
 }
@@ -60,7 +64,7 @@ type UpdateEndpointIn struct {
 	EventTypes  *[]string `json:"event_types,omitempty"`
 	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
 	MaxInFlight *int      `json:"max_in_flight,omitempty"`
-	ScopeSource *string   `json:"scope_source,omitempty"`
+	GrantID     *string   `json:"grant_id,omitempty" jsonschema:"another grant of the owner's; empty string: none (the published slice)"`
 	Signature   *string   `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
 	ControlsPatch
 }
@@ -127,7 +131,7 @@ func (s *Service) listEndpoints(ctx context.Context, p Principal, _ *Empty) (*En
 	for i, e := range eps {
 		out.Data[i] = s.view(e)
 	}
-	return out, nil
+	return out, s.withGrantStatus(ctx, p.OwnerID, out.Data...)
 }
 
 func (s *Service) getEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*EndpointView, error) {
@@ -135,7 +139,8 @@ func (s *Service) getEndpoint(ctx context.Context, p Principal, in *EndpointRef)
 	if err != nil {
 		return nil, err
 	}
-	return s.view(e), nil
+	v := s.view(e)
+	return v, s.withGrantStatus(ctx, p.OwnerID, v)
 }
 
 func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEndpointIn) (*EndpointView, error) {
@@ -147,6 +152,9 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	if err := s.checkEndpoint(ctx, q, p.OwnerID, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
 		return nil, err
 	}
+	if err := s.checkGrantID(ctx, q, p.OwnerID, in.GrantID); err != nil {
+		return nil, err
+	}
 	keys, sealed, err := s.newEndpointKeys(prof, in.Signature)
 	if err != nil {
 		return nil, err
@@ -154,7 +162,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	now := s.now()
 	e := &endpoint.Endpoint{
 		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Description: in.Description,
-		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, ScopeSource: in.ScopeSource,
+		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, GrantID: in.GrantID,
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
 	}
@@ -166,7 +174,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	}
 	v := s.view(e)
 	v.Secret = keys.Current.Secret
-	return v, nil
+	return v, s.withGrantStatus(ctx, p.OwnerID, v)
 }
 
 func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEndpointIn) (*EndpointView, error) {
@@ -195,8 +203,11 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		if in.EventTypes != nil {
 			e.EventTypes = normGlobs(*in.EventTypes)
 		}
-		if in.ScopeSource != nil {
-			e.ScopeSource = *in.ScopeSource
+		if in.GrantID != nil {
+			if err := s.checkGrantID(ctx, q, p.OwnerID, *in.GrantID); err != nil {
+				return err
+			}
+			e.GrantID = *in.GrantID
 		}
 		maxInFlight := e.MaxInFlight
 		if in.MaxInFlight != nil {
@@ -228,7 +239,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 	}
 	v := s.view(out)
 	v.Secret = secret
-	return v, nil
+	return v, s.withGrantStatus(ctx, p.OwnerID, v)
 }
 
 func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {

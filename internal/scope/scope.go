@@ -7,42 +7,55 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 )
 
-// Source answers for endpoints attached to a scope source (seed 000: an
-// embed's access code): may this event go out under that source's grant?
-// A revoked, expired or deleted source admits nothing. It is handed in at
-// the composition root so delivery code imports no domain that owns grants.
-type Source func(ctx context.Context, sourceID string, ev *event.Event) (bool, error)
+// Source answers for endpoints attached to a grant when a library user
+// keeps grants of their own (hookd.Config.GrantID) instead of hookd's
+// store: may this event go out under that grant? A revoked, expired or
+// deleted grant admits nothing. It is handed in at the composition root so
+// delivery code imports no domain that owns grants.
+type Source func(ctx context.Context, grantID string, ev *event.Event) (bool, error)
 
 // Predicate is the admission rule.
 type Predicate struct {
-	// Source answers for endpoints with a scope source; nil admits nothing
-	// for them (fail closed).
+	// Source, when set, answers for endpoints with a grant instead of the
+	// grants hookd stores.
 	Source Source
 }
 
-// Admits reports whether ev may be delivered to ep. scoped says whether
-// ev's type is judged for scope (a property of the event type): an unscoped
-// event goes to every endpoint subscribed to it.
-func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.Event, scoped bool) (bool, error) {
+// View is what one fanout knows when it asks, read afresh for every fanout
+// (no cache outlives it, so a revoke or an edit applies to the next one):
+// the owner's scoped types, the stored grants its endpoints name (absent:
+// deleted), and the fanout's clock.
+type View struct {
+	Scoped map[string]bool
+	Grants map[string]*Grant
+	Now    time.Time
+}
+
+// Admits reports whether ev may be delivered to ep. Only events of a
+// scoped type are judged: an unscoped one goes to every endpoint
+// subscribed to it.
+func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.Event, v *View) (bool, error) {
 	// raw:// subjects never leave the instance, whatever the endpoint or type.
 	if strings.HasPrefix(ev.Subject, "raw://") {
 		return false, nil
 	}
-	if !scoped {
+	if !v.Scoped[ev.Type] {
 		return true, nil
 	}
-	if ep.ScopeSource != "" {
-		if p.Source == nil {
-			return false, nil
-		}
-		return p.Source(ctx, ep.ScopeSource, ev)
+	switch {
+	case ep.GrantID == "":
+		return PublishedSlice(ev.Data), nil
+	case p.Source != nil:
+		return p.Source(ctx, ep.GrantID, ev)
 	}
-	return PublishedSlice(ev.Data), nil
+	g, ok := v.Grants[ep.GrantID]
+	return ok && g.Admits(ev, v.Now), nil
 }
 
 // PublishedSlice reports whether a scoped event's data places it in the

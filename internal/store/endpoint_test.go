@@ -20,7 +20,7 @@ func TestEndpoints(t *testing.T) {
 		mkOwner(t, db, "beta")
 
 		e1 := newEndpoint("acme", 1)
-		e1.ScopeSource = "code_1"
+		e1.GrantID = "code_1"
 		e1.EventTypes = []string{"invoice.*", "user.created"}
 		must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e1) }))
 		e2 := newEndpoint("acme", 1)
@@ -32,7 +32,7 @@ func TestEndpoints(t *testing.T) {
 		got, err := q.GetEndpoint(ctx, "acme", e1.ID)
 		must(t, err)
 		jsonEq(t, "GetEndpoint", got, e1)
-		if got.OwnerID != "acme" || string(got.SecretSealed) != string(e1.SecretSealed) || got.ScopeSource != "code_1" || !got.CreatedAt.Equal(t0) {
+		if got.OwnerID != "acme" || string(got.SecretSealed) != string(e1.SecretSealed) || got.GrantID != "code_1" || !got.CreatedAt.Equal(t0) {
 			t.Fatalf("GetEndpoint hidden fields: %+v", got)
 		}
 		if n := count(t, db, `SELECT count(*) FROM hookd_endpoint_leases WHERE endpoint_id = $1`, e1.ID); n != 1 {
@@ -74,7 +74,7 @@ func TestEndpoints(t *testing.T) {
 		// Update writes every mutable field and resizes the lease slots.
 		failing := t0.Add(time.Hour)
 		e1.URL, e1.Description, e1.EventTypes = "https://example.com/v2", "new", []string{"*"}
-		e1.SecretSealed, e1.ScopeSource, e1.Enabled = []byte{9, 9}, "", false
+		e1.SecretSealed, e1.GrantID, e1.Enabled = []byte{9, 9}, "", false
 		e1.DisabledReason, e1.FailingSince, e1.MaxInFlight, e1.UpdatedAt = "why", &failing, 4, t0.Add(2*time.Hour)
 		must(t, db.InTx(ctx, func(q *store.Q) error { return q.UpdateEndpoint(ctx, e1) }))
 		got, err = q.GetEndpoint(ctx, "acme", e1.ID)

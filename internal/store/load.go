@@ -130,7 +130,7 @@ func scanAttempt(r row) (*Attemptable, error) {
 	)
 	err := r.Scan(
 		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &dNext, &dCreated, &dUpdated, &dFinished,
-		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.ScopeSource, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated, &headers, &e.RateLimit, &e.Ordered,
+		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated, &headers, &e.RateLimit, &e.Ordered,
 		&o.Profile, &attrs, &oCreated,
 		&evID, &evType, &evSubject, &evOccurred, &evData, &evTenant, &evEndpoint, &evKey, &evCreated)
 	if err != nil {
