@@ -43,8 +43,8 @@ type world struct {
 	sessions map[string]*mcp.ClientSession
 	ops      []*ops.Op
 	bob      struct {
-		endpoint, event, keyID, delivery string
-		job                              int64
+		endpoint, event, keyID, delivery, grant string
+		job                                     int64
 	}
 }
 
@@ -95,6 +95,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	w.must(w.rest(w.op("event_types.put"), bob, "", map[string]any{"name": "invoice.paid", "exposure": "webhook"}))
 	ep := w.must(w.rest(w.op("webhooks.create"), bob, "", map[string]any{"url": w.receiver.URL + "/bob-only", "event_types": []string{"invoice.paid"}}))
 	w.bob.endpoint = field(t, ep.body, "id")
+	w.bob.grant = field(t, w.must(w.rest(w.op("grants.create"), bob, "", map[string]any{"allow": []string{"wiki://bob/*"}})).body, "id")
 	ev := w.must(w.rest(w.op("events.publish"), w.keys["bob/publisher"], "", map[string]any{"type": "invoice.paid", "data": map[string]any{"published": true}}))
 	w.bob.event = field(t, ev.body, "id")
 	keys := w.must(w.rest(w.op("api_keys.list"), bob, "", nil))
@@ -311,9 +312,15 @@ func field(t *testing.T, body []byte, name string) string {
 // wherever the op takes one. Every op must have an entry, so a new op
 // cannot escape the isolation walk.
 func (w *world) foreignArgs() map[string]map[string]any {
-	ep, ev, key := w.bob.endpoint, w.bob.event, w.bob.keyID
+	ep, ev, key, gr := w.bob.endpoint, w.bob.event, w.bob.keyID, w.bob.grant
 	return map[string]map[string]any{
 		"webhooks.list":               nil,
+		"grants.list":                 nil,
+		"grants.get":                  {"id": gr},
+		"grants.create":               {"allow": []string{"wiki://alice/*"}},
+		"grants.update":               {"id": gr, "allow": []string{"*"}},
+		"grants.revoke":               {"id": gr},
+		"grants.delete":               {"id": gr},
 		"webhooks.create":             {"url": w.receiver.URL + "/alice", "event_types": []string{"webhook.test"}},
 		"webhooks.get":                {"id": ep},
 		"webhooks.update":             {"id": ep, "description": "pwned", "enabled": false, "url": w.receiver.URL + "/stolen"},
@@ -375,12 +382,13 @@ func (w *world) bobSnapshot() string {
 	ds, err4 := q.ListDeliveries(ctx, "bob", w.bob.endpoint, 100, "")
 	ks, err5 := q.ListAPIKeys(ctx, "bob")
 	ts, err6 := q.ListEventTypes(ctx, "bob")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
+	gs, err7 := q.ListGrants(ctx, "bob")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7} {
 		if err != nil {
 			w.t.Fatalf("bob's data: %v", err)
 		}
 	}
-	b, _ := json.Marshal([]any{o, ep, ep.SecretSealed, ep.Enabled, ev, ds, ks, ts})
+	b, _ := json.Marshal([]any{o, ep, ep.SecretSealed, ep.Enabled, ev, ds, ks, ts, gs})
 	return string(b)
 }
 
@@ -394,7 +402,7 @@ func TestIsolation(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			w := newWorld(t, eng)
 			before := w.bobSnapshot()
-			bobMarks := []string{w.bob.endpoint, w.bob.event, w.bob.keyID, "bob-only", "invoice.paid"}
+			bobMarks := []string{w.bob.endpoint, w.bob.event, w.bob.keyID, w.bob.grant, "bob-only", "invoice.paid"}
 			args := w.foreignArgs()
 			for _, c := range callers {
 				t.Run(c.name, func(t *testing.T) {
@@ -405,7 +413,7 @@ func TestIsolation(t *testing.T) {
 						}
 						raw, _ := json.Marshal(a)
 						foreign := false // aimed at one of bob's resources
-						for _, id := range []string{w.bob.endpoint, w.bob.event, w.bob.keyID, `"bob"`, fmt.Sprintf(`"job":%d`, w.bob.job)} {
+						for _, id := range []string{w.bob.endpoint, w.bob.event, w.bob.keyID, w.bob.grant, `"bob"`, fmt.Sprintf(`"job":%d`, w.bob.job)} {
 							foreign = foreign || bytes.Contains(raw, []byte(id))
 						}
 						for _, role := range []owner.Role{owner.Admin, owner.Publisher} {

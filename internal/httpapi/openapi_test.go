@@ -44,6 +44,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	keyID := field(t, w.must(w.rest(w.op("api_keys.create"), w.operator, "bob", map[string]any{"role": "publisher"})).body, "id")
 	samples := map[string]string{
 		"/api/admin/webhooks/{id}":                          w.bob.endpoint,
+		"/api/admin/grants/{id}":                            w.bob.grant,
 		"/api/v1/events/{id}":                               w.bob.event,
 		"/api/admin/event_types/{type}":                     "invoice.paid",
 		"/api/admin/owners/{id}":                            "scratch",
