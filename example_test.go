@@ -230,7 +230,7 @@ func ExampleHookd_Mount() {
 }
 
 // Decide which events an endpoint attached to a scope source may see: here
-// a partner's endpoint (scope_source "partner:eu") sees orders of its region
+// a partner's endpoint (grant_id "partner:eu") sees orders of its region
 // only. hookd asks again for every event.
 func ExampleScopeFunc() {
 	regionOf := func(ev hookd.Event) string {

@@ -85,7 +85,7 @@ func TestShopExample(t *testing.T) {
 			rc := newReceiver(t)
 			var plain, partner struct{ ID, Secret string }
 			shop.must(201, "POST", "/webhooks/api/admin/webhooks", map[string]any{"url": rc.URL + "/plain", "event_types": []string{"order.*"}}, &plain)
-			shop.must(201, "POST", "/webhooks/api/admin/webhooks", map[string]any{"url": rc.URL + "/partner-us", "event_types": []string{"order.*"}, "scope_source": "region:us"}, &partner)
+			shop.must(201, "POST", "/webhooks/api/admin/webhooks", map[string]any{"url": rc.URL + "/partner-us", "event_types": []string{"order.*"}, "grant_id": "region:us"}, &partner)
 
 			// Refused after the insert and the publish: all of it rolls back.
 			var refused struct{ Error string }
