@@ -1,0 +1,255 @@
+package hookd_test
+
+// Kwork retries: the 6-send schedule, timeouts, parallel deliveries to one
+// subscription, and a send-test to a failing subscription.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/profile"
+)
+
+// TestKworkRetrySchedule: a receiver that always answers 500 gets 6 sends,
+// 30s, 2m, 10m, 1h, 6h apart, each with the same X-Kwork-Delivery and body
+// and a fresh signature; then the delivery is failed and the job discarded.
+func TestKworkRetrySchedule(t *testing.T) {
+	t.Parallel()
+	backoffs := []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour}
+	if got, want := profile.KworkRetry.Total(), 7*time.Hour+12*time.Minute+30*time.Second; got != want {
+		t.Fatalf("kwork schedule totals %s, want %s", got, want)
+	}
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		shop := b.kworkOwner("shop", shopApp)
+		rc := newReceiver(t)
+		rc.setRespond(status(500))
+		shop.registerType("order.paid")
+		ep := shop.subscribe(rc.URL, []string{"order.paid"}, nil)
+		id := shop.publishFor("order.paid", "acme_corp", `{"order":"o_1"}`)
+
+		var first receipt
+		var prevT int64
+		var schedule time.Duration
+		for n := 1; n <= 6; n++ {
+			r := rc.waitFor(t, n, wait)[n-1]
+			sentAt := b.clock.Now() // hookd's clock at (just after) this send
+			env := checkKwork(t, ep.Secret, r)
+			if n == 1 {
+				first = r
+				if env.ID != id {
+					t.Fatalf("envelope id %s, want %s", env.ID, id)
+				}
+			} else {
+				if r.Header.Get("X-Kwork-Delivery") != first.Header.Get("X-Kwork-Delivery") || !bytes.Equal(r.Body, first.Body) {
+					t.Fatalf("send %d changed X-Kwork-Delivery or the body", n)
+				}
+				// The clock moved 2 s since the last send: t must follow it.
+				if ts := sigTime(t, r); ts < prevT+2 || r.Header.Get("X-Kwork-Signature") == first.Header.Get("X-Kwork-Signature") {
+					t.Fatalf("send %d signed at t=%d after t=%d: signature not recomputed", n, ts, prevT)
+				}
+			}
+			prevT = sigTime(t, r)
+
+			d := shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool {
+				return d.Attempts == n && (n < 6 || d.State == "failed")
+			})
+			if d.ID != first.Header.Get("X-Kwork-Delivery") || d.LastStatus != 500 {
+				t.Fatalf("delivery record after send %d: %+v", n, d)
+			}
+			j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return waitingRetry(j) || j.FinalizedAt != nil })
+			if j.MaxAttempts != 6 {
+				t.Fatalf("job max attempts %d, want 6", j.MaxAttempts)
+			}
+			if n == 6 {
+				if j.State != rivertype.JobStateDiscarded || !strings.Contains(d.LastError, "attempts exhausted") {
+					t.Fatalf("after 6 sends: job %s, delivery %+v", j.State, d)
+				}
+				break
+			}
+			if j.FinalizedAt != nil || j.Attempt != n || d.State != "pending" {
+				t.Fatalf("after send %d: job %s attempt %d, delivery %+v", n, j.State, j.Attempt, d)
+			}
+			near(t, "retry "+strconv.Itoa(n)+" scheduled at", j.ScheduledAt, sentAt.Add(backoffs[n-1]), 2*time.Second)
+			if d.NextAttemptAt == nil {
+				t.Fatalf("pending delivery shows no next attempt: %+v", d)
+			}
+			near(t, "next_attempt_at", *d.NextAttemptAt, sentAt.Add(backoffs[n-1]), 2*time.Second)
+			schedule += j.ScheduledAt.Sub(sentAt)
+			b.clock.Advance(2 * time.Second)
+			b.retryNow(d.JobID)
+		}
+		if got := len(rc.receipts()); got != 6 {
+			t.Fatalf("%d sends, want 6", got)
+		}
+		if d := schedule - profile.KworkRetry.Total(); d < -10*time.Second || d > 10*time.Second {
+			t.Fatalf("scheduled waits total %s, want %s", schedule, profile.KworkRetry.Total())
+		}
+	})
+}
+
+// TestKworkTimeoutRetries: no complete answer within the HTTP timeout (10 s;
+// shortened here) is a failed send, retried after 30 s.
+func TestKworkTimeoutRetries(t *testing.T) {
+	t.Parallel()
+	if egress.DefaultTimeout != 10*time.Second || delivery.JobTimeout != 15*time.Second {
+		t.Fatalf("timeouts %s/%s, want 10s inside 15s", egress.DefaultTimeout, delivery.JobTimeout)
+	}
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+		shop := b.kworkOwner("shop", shopApp)
+		rc := newReceiver(t)
+		rc.setRespond(func(r *http.Request, _ int) (int, http.Header) {
+			select { // hold until hookd gives up
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return 200, nil
+		})
+		shop.registerType("order.paid")
+		ep := shop.subscribe(rc.URL, []string{"order.paid"}, nil)
+		id := shop.publishFor("order.paid", "acme_corp", `{}`)
+		first := rc.waitFor(t, 1, wait)[0]
+		d := shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+		if d.State != "pending" || !strings.Contains(d.LastError, "timeout") {
+			t.Fatalf("after a timeout: %+v", d)
+		}
+		j := b.waitJob(d.JobID, waitingRetry)
+		near(t, "retry after timeout", j.ScheduledAt, first.At.Add(300*time.Millisecond+30*time.Second), 2*time.Second)
+		rc.setRespond(status(200))
+		b.retryNow(d.JobID)
+		second := rc.waitFor(t, 2, wait)[1]
+		if second.Header.Get("X-Kwork-Delivery") != first.Header.Get("X-Kwork-Delivery") || !bytes.Equal(second.Body, first.Body) {
+			t.Fatal("the retry after a timeout changed X-Kwork-Delivery or the body")
+		}
+		checkKwork(t, ep.Secret, second)
+		if d := shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" }); d.Attempts != 2 {
+			t.Fatalf("delivered %+v", d)
+		}
+	})
+}
+
+// TestKworkParallelDeliveries: deliveries to one kwork subscription run in
+// parallel, up to its max_in_flight (default 8) and never more.
+func TestKworkParallelDeliveries(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		// The receiver holds requests while the test looks; on a loaded
+		// machine that can outlast the 10 s HTTP timeout, so every timing
+		// that nests around it is stretched in proportion.
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+			c.HTTPTimeout, c.JobTimeout, c.LeaseFor, c.RescueStuckJobsAfter = time.Minute, 70*time.Second, 80*time.Second, 2*time.Minute
+		}})
+		shop := b.kworkOwner("shop", shopApp)
+		shop.registerType("load.a")
+		shop.registerType("load.b")
+		for _, c := range []struct {
+			typ     string
+			setting int // max_in_flight sent (0: default)
+			limit   int
+			publish int
+		}{
+			{"load.a", 0, profile.DefaultKworkInFlight, 12},
+			{"load.b", 3, 3, 6},
+		} {
+			rc := newReceiver(t)
+			release := gate(t, rc)
+			var extra map[string]any
+			if c.setting > 0 {
+				extra = map[string]any{"max_in_flight": c.setting}
+			}
+			ep := shop.subscribe(rc.URL, []string{c.typ}, extra)
+			var got struct {
+				MaxInFlight int `json:"max_in_flight"`
+			}
+			shop.must(200, "GET", "/api/admin/webhooks/"+ep.ID, nil, &got)
+			if got.MaxInFlight != c.limit {
+				t.Fatalf("%s: max_in_flight %d, want %d", c.typ, got.MaxInFlight, c.limit)
+			}
+			ids := shop.publishMany(c.typ, c.publish)
+			// limit requests are held at once …
+			rc.waitFor(t, c.limit, wait)
+			if !eventually(wait, func() bool { return rc.inFlight.Load() >= int32(c.limit) }) {
+				t.Fatalf("%s: only %d in flight, want %d", c.typ, rc.inFlight.Load(), c.limit)
+			}
+			// … and the others were refused a slot, twice each, while they
+			// were held (River counts the snoozes in the job's metadata).
+			held := map[string]bool{}
+			for _, r := range rc.receipts() {
+				held[r.Header.Get("X-Kwork-Delivery")] = true
+			}
+			var waiting []int64
+			for _, id := range ids {
+				d := shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.JobID != 0 })
+				if !held[d.ID] {
+					waiting = append(waiting, d.JobID)
+				}
+			}
+			if len(waiting) != c.publish-c.limit {
+				t.Fatalf("%s: %d deliveries waiting, want %d", c.typ, len(waiting), c.publish-c.limit)
+			}
+			for _, jobID := range waiting {
+				b.waitJob(jobID, func(j *rivertype.JobRow) bool {
+					var m struct {
+						Snoozes int `json:"snoozes"`
+					}
+					_ = json.Unmarshal(j.Metadata, &m)
+					return m.Snoozes >= 2
+				})
+			}
+			if m := rc.maxInFl.Load(); m != int32(c.limit) {
+				t.Fatalf("%s: %d deliveries in flight at once, want %d", c.typ, m, c.limit)
+			}
+			release()
+			rc.waitFor(t, c.publish, wait)
+			for _, id := range ids {
+				shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+			}
+			if m := rc.maxInFl.Load(); m > int32(c.limit) || m < 2 {
+				t.Fatalf("%s: max concurrency %d, want 2..%d", c.typ, m, c.limit)
+			}
+			for _, r := range rc.receipts() {
+				checkKwork(t, ep.Secret, r)
+			}
+		}
+	})
+}
+
+// TestKworkSendTestOnFailingSubscription: send_test exists to check the
+// address and the signature check (seed 002), which is what an owner does
+// right after fixing a failing receiver. The test event must go out then,
+// not after the 5-minute cooldown a failing endpoint puts on new events.
+func TestKworkSendTestOnFailingSubscription(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		shop := b.kworkOwner("shop", shopApp)
+		rc := newReceiver(t)
+		rc.setRespond(status(500))
+		shop.registerType("order.paid")
+		ep := shop.subscribe(rc.URL, []string{"order.paid"}, nil)
+		order := shop.publishFor("order.paid", "acme_corp", `{}`)
+		shop.waitDelivery(ep.ID, order, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+		if e := shop.getEndpoint(ep.ID); e.State != "failing" {
+			t.Fatalf("endpoint %+v, want failing", e)
+		}
+		rc.setRespond(status(200)) // the owner fixed the receiver
+		ping := shop.sendTest(ep.ID)
+		d := shop.waitDelivery(ep.ID, ping, wait, func(d deliveryOut) bool { return d.JobID != 0 })
+		if d.NextAttemptAt != nil && d.NextAttemptAt.After(b.clock.Now().Add(wait)) {
+			t.Fatalf("open.ping to a failing subscription is held until %s (cooldown), not sent now", d.NextAttemptAt)
+		}
+		shop.waitDelivery(ep.ID, ping, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+	})
+}
