@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/kworkref"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -85,10 +86,10 @@ func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 		sig := r.Header.Get("X-Kwork-Signature")
 		stale := webhook.SignKwork(ep.Secret, time.Now().Add(-301*time.Second).Unix(), r.Body)
 		fresh := webhook.SignKwork(ep.Secret, time.Now().Unix(), r.Body)
-		if verifyPlainHMAC(r.Body, sig, ep.Secret+"x", 300*time.Second) ||
-			verifyPlainHMAC(append(bytes.Clone(r.Body), ' '), sig, ep.Secret, 300*time.Second) ||
-			verifyPlainHMAC(r.Body, stale, ep.Secret, 300*time.Second) ||
-			!verifyPlainHMAC(r.Body, fresh, ep.Secret, 300*time.Second) {
+		if kworkref.VerifyPlainHMAC(r.Body, sig, ep.Secret+"x", 300*time.Second) ||
+			kworkref.VerifyPlainHMAC(append(bytes.Clone(r.Body), ' '), sig, ep.Secret, 300*time.Second) ||
+			kworkref.VerifyPlainHMAC(r.Body, stale, ep.Secret, 300*time.Second) ||
+			!kworkref.VerifyPlainHMAC(r.Body, fresh, ep.Secret, 300*time.Second) {
 			t.Fatal("verifyPlainHMAC decides wrongly on a forged, changed or stale request")
 		}
 	})
@@ -231,7 +232,7 @@ func TestStandardAndKworkSideBySide(t *testing.T) {
 				t.Fatal("the kwork delivery verifies as standard")
 			}
 		}
-		if verifyPlainHMAC(std.Body, std.Header.Get("X-Kwork-Signature"), epStd.Secret, 300*time.Second) {
+		if kworkref.VerifyPlainHMAC(std.Body, std.Header.Get("X-Kwork-Signature"), epStd.Secret, 300*time.Second) {
 			t.Fatal("the standard delivery verifies as kwork")
 		}
 		b.waitDelivery(epStd.ID, stdID, wait, func(d deliveryOut) bool { return d.State == "delivered" })

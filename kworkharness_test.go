@@ -7,9 +7,6 @@ package hookd_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -20,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/internal/kworkref"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/webhook"
@@ -31,32 +29,6 @@ var (
 	shopApp = map[string]string{"app": "shop-sync", "environment": "live", "app_kind": "integration", "api_version": "2026-10-28"}
 	pageApp = map[string]string{"app": "shop-pages", "environment": "test", "app_kind": "page", "api_version": "2026-10-28"}
 )
-
-// verifyPlainHMAC is seed 002's reference receiver ("原生 HMAC 验签参考实现"),
-// copied verbatim.
-func verifyPlainHMAC(body []byte, sigHeader, secret string, tolerance time.Duration) bool {
-	var timestampStr, signature string
-	for _, part := range strings.Split(sigHeader, ",") {
-		kv := strings.SplitN(part, "=", 2)
-		if len(kv) == 2 {
-			switch kv[0] {
-			case "t":
-				timestampStr = kv[1]
-			case "v1":
-				signature = kv[1]
-			}
-		}
-	}
-	ts, err := strconv.ParseInt(timestampStr, 10, 64)
-	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > tolerance {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestampStr + "."))
-	mac.Write(body)
-	expected := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(expected), []byte(signature))
-}
 
 // kworkOwner creates a kwork owner with attrs and returns a bundle that acts
 // with that owner's admin key (same hookd, same clock).
@@ -193,7 +165,7 @@ type kworkEnvelope struct {
 func checkKwork(t *testing.T, secret string, r receipt) kworkEnvelope {
 	t.Helper()
 	sig := r.Header.Get("X-Kwork-Signature")
-	if !verifyPlainHMAC(r.Body, sig, secret, 300*time.Second) {
+	if !kworkref.VerifyPlainHMAC(r.Body, sig, secret, 300*time.Second) {
 		t.Fatalf("seed's verifyPlainHMAC rejects the delivery: %s %s", sig, r.Body)
 	}
 	if _, err := webhook.VerifyWebhook(r.Body, sig, secret, 300*time.Second); err != nil {
@@ -294,7 +266,7 @@ func (s *seedReceiver) webhookHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// 原生 HMAC 验签参考实现
-	if !verifyPlainHMAC(body, sigHeader, secret, 300*time.Second) {
+	if !kworkref.VerifyPlainHMAC(body, sigHeader, secret, 300*time.Second) {
 		s.reject("verifyPlainHMAC: " + sigHeader)
 		http.Error(w, "验签失败", http.StatusUnauthorized)
 		return

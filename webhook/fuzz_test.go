@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/internal/kworkref"
 )
 
 // addVectorSeeds calls add for every vector in testdata that has a signature
@@ -107,7 +109,7 @@ func FuzzParseKworkHeader(f *testing.F) {
 		}
 		_, err := VerifyWebhookAt(body, header, secret, DefaultTolerance, now)
 		accepted := err == nil || errors.Is(err, ErrMalformedBody)
-		if ref := verifyPlainHMACAt(body, header, secret, DefaultTolerance, now); ref != accepted {
+		if ref := kworkref.VerifyPlainHMACAt(body, header, secret, DefaultTolerance, now); ref != accepted {
 			t.Fatalf("header %q body %q: reference accepts=%v, VerifyWebhookAt err=%v", header, body, ref, err)
 		}
 	})

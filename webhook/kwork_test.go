@@ -2,68 +2,15 @@ package webhook
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/internal/kworkref"
 )
-
-// verifyPlainHMAC is the seed's reference receiver
-// (shared/seeds/002_07d91ea8c097e7b3.txt), transcribed verbatim.
-func verifyPlainHMAC(body []byte, sigHeader, secret string, tolerance time.Duration) bool {
-	var timestampStr, signature string
-	for _, part := range strings.Split(sigHeader, ",") {
-		kv := strings.SplitN(part, "=", 2)
-		if len(kv) == 2 {
-			switch kv[0] {
-			case "t":
-				timestampStr = kv[1]
-			case "v1":
-				signature = kv[1]
-			}
-		}
-	}
-	ts, err := strconv.ParseInt(timestampStr, 10, 64)
-	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > tolerance {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestampStr + "."))
-	mac.Write(body)
-	expected := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(expected), []byte(signature))
-}
-
-// verifyPlainHMACAt is verifyPlainHMAC with time.Since(x) replaced by
-// now.Sub(x), for boundary and fuzz comparisons at a fixed clock.
-func verifyPlainHMACAt(body []byte, sigHeader, secret string, tolerance time.Duration, now time.Time) bool {
-	var timestampStr, signature string
-	for _, part := range strings.Split(sigHeader, ",") {
-		kv := strings.SplitN(part, "=", 2)
-		if len(kv) == 2 {
-			switch kv[0] {
-			case "t":
-				timestampStr = kv[1]
-			case "v1":
-				signature = kv[1]
-			}
-		}
-	}
-	ts, err := strconv.ParseInt(timestampStr, 10, 64)
-	if err != nil || now.Sub(time.Unix(ts, 0)).Abs() > tolerance {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(timestampStr + "."))
-	mac.Write(body)
-	expected := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(expected), []byte(signature))
-}
 
 const kworkSecret = "kw_secret_3f9a"
 
@@ -120,7 +67,7 @@ func TestSignKworkAgainstSeedReference(t *testing.T) {
 			// The reference has no notion of an event: a valid signature over a
 			// non-event body is accepted there and ErrMalformedBody here.
 			refWant := tt.want == nil || errors.Is(tt.want, ErrMalformedBody)
-			if ref := verifyPlainHMAC(tt.body, tt.header, tt.secret, 300*time.Second); ref != refWant {
+			if ref := kworkref.VerifyPlainHMAC(tt.body, tt.header, tt.secret, 300*time.Second); ref != refWant {
 				t.Errorf("seed reference verifyPlainHMAC = %v, want %v", ref, refWant)
 			}
 			if tt.want == nil && (ev.ID != "evt_01JBCDEF0123456789ABCDEF01" || ev.Tenant != "acme_corp" ||
@@ -151,7 +98,7 @@ func TestVerifyWebhookAtBoundaries(t *testing.T) {
 	for _, tt := range tests {
 		_, err := VerifyWebhookAt(kworkBody, header, kworkSecret, 300*time.Second, tt.now)
 		checkErr(t, tt.name, err, tt.want)
-		if ref := verifyPlainHMACAt(kworkBody, header, kworkSecret, 300*time.Second, tt.now); ref != (tt.want == nil) {
+		if ref := kworkref.VerifyPlainHMACAt(kworkBody, header, kworkSecret, 300*time.Second, tt.now); ref != (tt.want == nil) {
 			t.Errorf("%s: reference = %v, want %v", tt.name, ref, tt.want == nil)
 		}
 	}
