@@ -1,9 +1,12 @@
 package hookd_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -11,11 +14,17 @@ import (
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
+// setupTraced starts hookd with tracing on, its spans going to the
+// in-memory exporter it returns.
+func setupTraced(t *testing.T, eng dbtest.Engine) (*bundle, *tracetest.InMemoryExporter) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	return setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.TracerProvider = tp }}), spans
+}
+
 func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		spans := tracetest.NewInMemoryExporter()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.TracerProvider = tp }})
+		b, spans := setupTraced(t, eng)
 		one, two := newReceiver(t), newReceiver(t)
 		b.registerType("t.traced")
 		epOne, epTwo := b.endpoint(one.URL, "t.traced"), b.endpoint(two.URL, "t.*")
@@ -74,6 +83,105 @@ func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+}
+
+// An endpoint that opts in (trace_context) gets the W3C trace context of
+// the attempt's hookd.deliver span: the publisher's trace id and
+// tracestate, and that span as the parent. The one beside it, which did
+// not, gets none.
+func TestTraceContextOnlyForOptedInEndpoints(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b, spans := setupTraced(t, eng)
+		in, out := newReceiver(t), newReceiver(t)
+		b.registerType("t.traced")
+		var opted struct {
+			endpointOut
+			TraceContext bool `json:"trace_context"`
+		}
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"url": in.URL, "event_types": []string{"t.*"}, "trace_context": true}, &opted)
+		if !opted.TraceContext {
+			t.Fatal("create answered trace_context false, asked true")
+		}
+		plain := b.endpoint(out.URL, "t.*")
+		const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		id := b.publish("t.traced", `{}`, "Traceparent", "00-"+callerTrace+"-00f067aa0ba902b7-01", "Tracestate", "vendor=abc")
+		for _, ep := range []string{opted.ID, plain.ID} {
+			b.waitDelivery(ep, id, 10*time.Second, func(d deliveryOut) bool { return d.State == "delivered" })
+		}
+		got := in.receipts()[0].Header
+		tp0 := got.Get("Traceparent")
+		parts := strings.Split(tp0, "-")
+		if len(parts) != 4 || parts[1] != callerTrace {
+			t.Fatalf("opted-in webhook's traceparent %q, want one in the publisher's trace %s", tp0, callerTrace)
+		}
+		if ts := got.Get("Tracestate"); ts != "vendor=abc" {
+			t.Errorf("opted-in webhook's tracestate %q, want the publisher's vendor=abc", ts)
+		}
+		// The parent it names is the deliver span of that endpoint's attempt.
+		var deliver sdktrace.ReadOnlySpan
+		if !eventually(5*time.Second, func() bool {
+			for _, s := range spans.GetSpans().Snapshots() {
+				if s.Name() == "hookd.deliver" && s.SpanContext().SpanID().String() == parts[2] {
+					deliver = s
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("traceparent's parent %s is no hookd.deliver span", parts[2])
+		}
+		if !slices.Contains(deliver.Attributes(), attribute.String("hookd.endpoint", opted.ID)) {
+			t.Errorf("traceparent names the deliver span of another endpoint: %v", deliver.Attributes())
+		}
+		for _, h := range []string{"Traceparent", "Tracestate"} {
+			if v := out.receipts()[0].Header.Get(h); v != "" {
+				t.Errorf("endpoint without trace_context got %s: %s", h, v)
+			}
+		}
+	})
+}
+
+// With tracing off there is no deliver span: an endpoint that opted in
+// gets no trace context (neither hookd's nor the publisher's), and says
+// it opted in.
+func TestTraceContextNotSentWithTracingOff(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		rc := newReceiver(t)
+		b.registerType("t.traced")
+		ep := b.endpoint(rc.URL, "t.*")
+		var got struct {
+			TraceContext bool `json:"trace_context"`
+		}
+		b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"trace_context": true}, &got)
+		if !got.TraceContext {
+			t.Fatal("update answered trace_context false, asked true")
+		}
+		b.must(200, "GET", "/api/admin/webhooks/"+ep.ID, nil, &got)
+		if !got.TraceContext {
+			t.Fatal("get answered trace_context false after it was set")
+		}
+		id := b.publish("t.traced", `{}`, "Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		b.waitDelivery(ep.ID, id, 10*time.Second, func(d deliveryOut) bool { return d.State == "delivered" })
+		for _, h := range []string{"Traceparent", "Tracestate"} {
+			if v := rc.receipts()[0].Header.Get(h); v != "" {
+				t.Errorf("tracing off, yet the webhook carried %s: %s", h, v)
+			}
+		}
+		var list struct {
+			Data []struct {
+				TraceContext bool `json:"trace_context"`
+			} `json:"data"`
+		}
+		b.must(200, "GET", "/api/admin/webhooks", nil, &list)
+		if len(list.Data) != 1 || !list.Data[0].TraceContext {
+			t.Errorf("list: %+v, want the one endpoint with trace_context true", list.Data)
+		}
+		b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"trace_context": false}, &got)
+		if got.TraceContext {
+			t.Error("update to false answered trace_context true")
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
@@ -20,6 +21,7 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/tracing"
 )
 
 // DeliverArgs is the webhook.deliver job: one event to one endpoint. One
@@ -216,6 +218,12 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	}
 	h["Content-Type"] = []string{"application/json"}
 	h["User-Agent"] = []string{s.cfg.UserAgent}
+	if ep.TraceContext && s.cfg.Tracer != nil {
+		// Opted in: the receiver continues the trace from this attempt's
+		// hookd.deliver span (in ctx). Never otherwise: a webhook leaves
+		// with no trace context of hookd's or of the publisher's.
+		tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
+	}
 	if err := p.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: ev.ID, EventType: ev.Type, Body: body}, now); err != nil {
 		profile.Buffers.Put(buf)
 		return Outcome{}, 0, fmt.Errorf("sign %s: %w", ev.ID, err)

@@ -21,6 +21,11 @@ type Controls struct {
 	// Ordered delivers in publish order, one at a time: a failing delivery
 	// holds back the ones after it until it succeeds or is discarded.
 	Ordered bool `json:"ordered"`
+	// TraceContext sends the W3C trace context (traceparent, tracestate)
+	// of the attempt's hookd.deliver span with every attempt, so the
+	// receiver's spans join hookd's trace. Only while tracing is on: with
+	// tracing off there is no span, and nothing is sent.
+	TraceContext bool `json:"trace_context"`
 }
 
 // MaxHeaders bounds an endpoint's custom headers; MaxRateLimit its rate.

@@ -13,18 +13,21 @@ type ControlsIn struct {
 	Headers   map[string]string `json:"headers,omitempty" jsonschema:"extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)"`
 	RateLimit int               `json:"rate_limit,omitempty" jsonschema:"at most this many deliveries per second, across every hookd process (default: no limit)"`
 	Ordered   bool              `json:"ordered,omitempty" jsonschema:"deliver in publish order, one at a time; a failing delivery holds back the ones after it until it succeeds or is discarded"`
+	// TraceContext: see endpoint.Controls.
+	TraceContext bool `json:"trace_context,omitempty" jsonschema:"send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd)"`
 }
 
 // ControlsPatch are the controls as update takes them: a field left out
 // keeps its value. headers replaces the whole set ({} clears it).
 type ControlsPatch struct {
-	Headers   *map[string]string `json:"headers,omitempty" jsonschema:"replaces every custom header ({} removes them)"`
-	RateLimit *int               `json:"rate_limit,omitempty" jsonschema:"deliveries per second at most; 0 removes the limit"`
-	Ordered   *bool              `json:"ordered,omitempty"`
+	Headers      *map[string]string `json:"headers,omitempty" jsonschema:"replaces every custom header ({} removes them)"`
+	RateLimit    *int               `json:"rate_limit,omitempty" jsonschema:"deliveries per second at most; 0 removes the limit"`
+	Ordered      *bool              `json:"ordered,omitempty"`
+	TraceContext *bool              `json:"trace_context,omitempty" jsonschema:"true sends the W3C trace context with every attempt (tracing on); false stops it"`
 }
 
 func (in ControlsIn) patch() ControlsPatch {
-	return ControlsPatch{Headers: &in.Headers, RateLimit: &in.RateLimit, Ordered: &in.Ordered}
+	return ControlsPatch{Headers: &in.Headers, RateLimit: &in.RateLimit, Ordered: &in.Ordered, TraceContext: &in.TraceContext}
 }
 
 // applyControls validates the patch and applies it to e, whose other
@@ -46,6 +49,9 @@ func applyControls(e *endpoint.Endpoint, in ControlsPatch, inFlight int) error {
 	}
 	if in.Ordered != nil {
 		c.Ordered = *in.Ordered
+	}
+	if in.TraceContext != nil {
+		c.TraceContext = *in.TraceContext
 	}
 	if c.Ordered && inFlight != 1 {
 		return apperr.New(apperr.Invalid, "ordered needs one delivery in flight at a time: this endpoint allows %d (set max_in_flight to 1, or leave ordered off)", inFlight)

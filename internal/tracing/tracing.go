@@ -57,7 +57,8 @@ func serviceName() string {
 }
 
 // Propagator is the W3C trace context: what rides in job metadata and what
-// the API accepts from callers. Never set on outgoing webhook requests.
+// the API accepts from callers. Set on outgoing webhook requests only for
+// an endpoint that opted in (trace_context).
 var Propagator = propagation.TraceContext{}
 
 // metaKey is the metadata key of an event's own trace context on a deliver
