@@ -15,6 +15,8 @@ type endpointData struct {
 	Totals     ops.HourOutcomes
 	Deliveries *ops.DeliveryList
 	Notice     string
+	Grant      *grantChoice
+	ShowGrant  bool
 }
 
 // notices are what the endpoint page says after an action (?done=…).
@@ -64,13 +66,18 @@ func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds}
+	grants, err := c.grantsByID(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := c.wordsOf(r, s)
+	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds, Grant: grants.of(e), ShowGrant: v.Grants || e.GrantID != ""}
 	for _, h := range st.Hours {
 		d.Totals.Delivered += h.Delivered
 		d.Totals.Failed += h.Failed
 		d.Totals.Pending += h.Pending
 	}
-	v := c.wordsOf(r, s)
 	d.Notice = notice(r, v)
 	c.render(w, r, http.StatusOK, "endpoint", s, e.URL, d)
 }

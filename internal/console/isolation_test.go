@@ -56,6 +56,13 @@ func TestIsolation(t *testing.T) {
 			s := startSite(t, eng)
 			ep, d := bobsDelivery(t, s)
 			job := strconv.FormatInt(d.JobID, 10)
+			bob := ops.Principal{Role: owner.Admin, OwnerID: "bob"}
+			out, err := s.h.Ops.Op("grants.create").Call(t.Context(), bob, &ops.CreateGrantIn{Description: "bob-only partner", Allow: []string{"wiki://bob/*"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			grant := out.(*ops.GrantView).ID
+			const noGrant = "grt_01M0000000000000000000000"
 			p := &page{t: t, tab: browser(t), s: s}
 			p.signIn(s.keys["acme"])
 
@@ -65,6 +72,8 @@ func TestIsolation(t *testing.T) {
 				{"/admin/webhooks/" + ep + "/deliveries", "/admin/webhooks/ep_01M0000000000000000000000/deliveries"},
 				{"/admin/webhooks/" + ep + "/deliveries/" + d.ID, "/admin/webhooks/" + ep + "/deliveries/dlv_01M0000000000000000000000"},
 				{"/admin/tasks?job=" + job, "/admin/tasks?job=987654321"},
+				{"/admin/grants/" + grant, "/admin/grants/" + noGrant},
+				{"/admin/grants/" + grant + "/edit", "/admin/grants/" + noGrant + "/edit"},
 			} {
 				st := p.open(c.theirs)
 				theirs := p.text("main")
@@ -82,7 +91,7 @@ func TestIsolation(t *testing.T) {
 				}
 				missing := p.text("main")
 				norm := func(s string) string {
-					for _, x := range []string{ep, d.ID, "ep_01M0000000000000000000000", "dlv_01M0000000000000000000000", "987654321", "job " + job} {
+					for _, x := range []string{ep, d.ID, grant, noGrant, "ep_01M0000000000000000000000", "dlv_01M0000000000000000000000", "987654321", "job " + job} {
 						s = strings.ReplaceAll(s, x, "ID")
 						s = strings.ReplaceAll(s, "job ID", "ID")
 					}
@@ -91,6 +100,18 @@ func TestIsolation(t *testing.T) {
 				if norm(theirs) != norm(missing) {
 					t.Errorf("%s says %q, a missing one %q", c.theirs, theirs, missing)
 				}
+			}
+			// Revoking or deleting bob's grant, with a valid form, is the
+			// 404 of a missing one and changes nothing.
+			p.open("/admin/grants")
+			for _, action := range []string{"revoke", "delete"} {
+				st := run(p, chromedp.Evaluate[int](`fetch('/admin/grants/`+grant+`/`+action+`', {method: 'POST', body: new URLSearchParams({csrf: document.querySelector('input[name=csrf]').value, confirm: 'yes'})}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+				if st != http.StatusNotFound {
+					t.Errorf("acme's POST %s of bob's grant: %d, want 404", action, st)
+				}
+			}
+			if g, err := s.h.DB.Q().GetGrant(t.Context(), "bob", grant); err != nil || g.RevokedAt != nil {
+				t.Errorf("bob's grant after acme's posts: %+v, %v", g, err)
 			}
 			if st := p.open("/admin/tasks/"); st != http.StatusForbidden {
 				t.Errorf("River UI for an admin: %d, want 403", st)

@@ -22,10 +22,17 @@ func TestKworkSubscriptions(t *testing.T) {
 			if got := p.text("main h1"); got != "Event subscriptions" {
 				t.Fatalf("kwork list is titled %q", got)
 			}
+			// kwork has no scoped types: no grants in its nav.
+			if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll('nav a[href$="/admin/grants"]').length`)); n != 0 {
+				t.Error("a kwork owner's nav offers Grants")
+			}
 			if got := p.text(".empty-state"); !strings.Contains(got, "No subscriptions yet") {
 				t.Errorf("kwork empty state says %q", got)
 			}
 			p.click("a.button.primary")
+			if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll('#grant_id').length`)); n != 0 {
+				t.Error("a kwork owner without grants is offered a grant picker")
+			}
 			p.do(
 				chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/kwork"),
 				chromedp.Click(chromedp.CSS(`input[value="app.installed"]`)),

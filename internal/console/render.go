@@ -61,11 +61,14 @@ type view struct {
 }
 
 type sessionView struct {
-	Role     owner.Role
-	OwnerID  string
-	Operator bool
-	CSRF     string
-	Owners   []string
+	// GrantsNav: the nav offers the grants page (the profile has scoped
+	// types and hookd's grant store answers for them).
+	GrantsNav bool
+	Role      owner.Role
+	OwnerID   string
+	Operator  bool
+	CSRF      string
+	Owners    []string
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, title string, data any) {
@@ -83,6 +86,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 				v.Words = wordsFor(o.Profile)
 			}
 		}
+		v.Session.GrantsNav = v.Words.Grants && !c.cfg.Ops.ForeignGrants
 		if s.operator() {
 			if all, err := c.cfg.DB.Q().ListOwners(r.Context()); err == nil {
 				for _, o := range all {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/scope"
 )
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, _ *session) {
@@ -18,6 +19,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, _ *session) {
 type endpointRow struct {
 	*ops.EndpointView
 	*ops.EndpointActivity
+	Grant *grantChoice
 }
 
 type listData struct {
@@ -41,6 +43,11 @@ func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *sessi
 		c.fail(w, r, s, err)
 		return
 	}
+	grants, err := c.grantsByID(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	byID := map[string]*ops.EndpointActivity{}
 	for _, a := range act.Data {
 		byID[a.EndpointID] = a
@@ -51,7 +58,7 @@ func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *sessi
 		if a == nil {
 			a = &ops.EndpointActivity{EndpointID: e.ID}
 		}
-		d.Rows[i] = endpointRow{EndpointView: e, EndpointActivity: a}
+		d.Rows[i] = endpointRow{EndpointView: e, EndpointActivity: a, Grant: grants.of(e)}
 	}
 	c.render(w, r, http.StatusOK, "endpoints", s, "Webhooks", d)
 }
@@ -67,6 +74,12 @@ type endpointForm struct {
 	Other       string
 	Groups      []typeGroup
 	Errors      map[string]string
+	// GrantID is the grant picked; GrantSent says the form sent one (a
+	// deleted grant is shown disabled, so it is not sent and stays).
+	GrantID   string
+	GrantSent bool
+	GrantMode string // "store": a picker of the owner's grants; "foreign": a text field; "": none
+	Grants    []grantChoice
 }
 
 func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
@@ -80,7 +93,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, Selected: map[string]bool{}}
+	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, Selected: map[string]bool{}, GrantID: e.GrantID}
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
@@ -94,6 +107,10 @@ func (c *Console) showForm(w http.ResponseWriter, r *http.Request, s *session, s
 		return
 	}
 	f.Groups = groupTypes(types.Data)
+	if err := c.grantPicker(r, s, f); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	// Globs that match no checkbox (typed by hand, or set through the API)
 	// stay in the "other" field so an edit keeps them.
 	var other []string
@@ -128,7 +145,40 @@ func readForm(r *http.Request) *endpointForm {
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
 	}
+	if g, ok := r.PostForm["grant_id"]; ok {
+		f.GrantID, f.GrantSent = strings.TrimSpace(g[0]), true
+	} else {
+		f.GrantID = r.PostFormValue("grant_was")
+	}
 	return f
+}
+
+// grantPicker fills the form's grant choices: the owner's grants, and the
+// endpoint's own grant when it is gone (shown, disabled). A program that
+// answers for grants itself (hookd.Config.Scope) gets a text field; a
+// kwork owner, whose profile has no scoped types, sees the picker only
+// once it has grants.
+func (c *Console) grantPicker(r *http.Request, s *session, f *endpointForm) error {
+	if c.cfg.Ops.ForeignGrants {
+		f.GrantMode = "foreign"
+		return nil
+	}
+	gs, err := c.grantChoices(r, s)
+	if err != nil {
+		return err
+	}
+	f.Grants = gs
+	found := f.GrantID == ""
+	for _, g := range gs {
+		found = found || g.ID == f.GrantID
+	}
+	if !found {
+		f.Grants = append(f.Grants, grantChoice{ID: f.GrantID, Label: f.GrantID, Status: scope.GrantDeleted})
+	}
+	if c.wordsOf(r, s).Grants || len(f.Grants) > 0 {
+		f.GrantMode = "store"
+	}
+	return nil
 }
 
 func (f *endpointForm) globs() []string {
@@ -168,6 +218,8 @@ func fieldOf(msg string) string {
 		return "description"
 	case strings.HasPrefix(msg, "event type"), strings.HasPrefix(msg, "event_types"):
 		return "types"
+	case strings.HasPrefix(msg, "grant_id"):
+		return "grant_id"
 	}
 	return "form"
 }
@@ -180,7 +232,7 @@ type secretData struct {
 func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readForm(r)
 	enabled := f.Enabled
-	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled}
+	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
 		c.refuse(w, r, s, f, err)
@@ -193,6 +245,9 @@ func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	f := readForm(r)
 	globs := f.globs()
 	in := &ops.UpdateEndpointIn{ID: f.ID, URL: &f.URL, Description: &f.Description, EventTypes: &globs}
+	if f.GrantSent {
+		in.GrantID = &f.GrantID
+	}
 	if _, err := c.call(r.Context(), s, "webhooks.update", in); err != nil {
 		c.refuse(w, r, s, f, err)
 		return
