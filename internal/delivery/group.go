@@ -74,7 +74,7 @@ func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published,
 	// group) continues its caller's trace.
 	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", 1))
 	defer func() { endSpan(span, err) }()
-	if err := s.prepare([]*event.Event{ev}); err != nil {
+	if err := s.prepare([]*event.Event{ev}, byProducer); err != nil {
 		return Published{}, err
 	}
 	c := &publishCall{ev: ev, err: errNotRun}

@@ -37,7 +37,7 @@ const endpointSubject = "hookd://endpoints/"
 // AboutEndpoint returns the endpoint a failure notification is about ("" for
 // any other event): fanout never offers the notification to it.
 func AboutEndpoint(ev *event.Event) string {
-	if !strings.HasPrefix(ev.Type, "hookd.endpoint.") {
+	if !strings.HasPrefix(ev.Type, ownPrefix) {
 		return ""
 	}
 	return strings.TrimPrefix(ev.Subject, endpointSubject)
@@ -78,7 +78,7 @@ func (s *Service) notify(ctx context.Context, q *store.Q, ep *endpoint.Endpoint,
 		}
 		evs = append(evs, &event.Event{OwnerID: ep.OwnerID, Type: t.kind, Subject: endpointSubject + ep.ID, Data: data})
 	}
-	if _, err := s.Publish(ctx, q, evs); err != nil {
+	if _, err := s.publish(ctx, q, evs, byHookd); err != nil {
 		return fmt.Errorf("publish failure notifications of endpoint %s: %w", ep.ID, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/attribute"
@@ -42,10 +43,25 @@ type Published struct {
 // exist if and only if the transaction commits (the transactional outbox).
 // Each event must have OwnerID and the caller's fields set; ids and times
 // are filled in here.
-func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (_ []Published, err error) {
+// A producer may not publish hookd's own types (hookd.endpoint.*): see
+// refuseOwnType.
+func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+	return s.publish(ctx, q, evs, byProducer)
+}
+
+// publisher is who publishes: a producer, or hookd itself (its failure
+// notifications, the only events of hookd.endpoint.* types).
+type publisher bool
+
+const (
+	byProducer publisher = false
+	byHookd    publisher = true
+)
+
+func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, by publisher) (_ []Published, err error) {
 	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", len(evs)))
 	defer func() { endSpan(span, err) }()
-	if err := s.prepare(evs); err != nil {
+	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
 	return s.insert(ctx, q, evs)
@@ -54,10 +70,13 @@ func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) (
 // prepare validates evs and fills in what publishing decides: the compact
 // data, the id and the times. It reads nothing, so a caller can run it
 // before it joins a publish group, and a bad event never fails another's.
-func (s *Service) prepare(evs []*event.Event) error {
+func (s *Service) prepare(evs []*event.Event, by publisher) error {
 	now := s.now().UTC()
 	for i, ev := range evs {
 		err := ev.Validate()
+		if err == nil && by == byProducer {
+			err = refuseOwnType(ev)
+		}
 		if err == nil {
 			err = s.refuseTestType(ev)
 		}
@@ -159,6 +178,20 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.event", out[0].ID), attribute.String("hookd.event_type", evs[0].Type))
 	}
 	return out, nil
+}
+
+// ownPrefix is the prefix of the types only hookd publishes: its failure
+// notifications (notify.go).
+const ownPrefix = "hookd.endpoint."
+
+// refuseOwnType refuses a producer's event of one of hookd's own types: a
+// subscriber of hookd.endpoint.* must be able to trust that hookd said
+// its endpoint is failing, disabled or recovered.
+func refuseOwnType(ev *event.Event) error {
+	if !strings.HasPrefix(ev.Type, ownPrefix) {
+		return nil
+	}
+	return apperr.New(apperr.Invalid, "type %q: hookd.endpoint.* are hookd's own failure notifications (%s, %s, %s), published by hookd itself when an endpoint's health changes; a producer may not publish them", ev.Type, Failing, Disabled, Recovered)
 }
 
 // refuseTestType refuses a published profile test event (webhook.test,

@@ -170,10 +170,17 @@ func testErrors(t *testing.T, cs *mcp.ClientSession) {
 		{"webhooks.list", map[string]any{"owner": "someone-else"}, "not_found"},
 		{"owners.list", nil, "forbidden"},
 		{"api_keys.create", map[string]any{"role": "operator"}, "forbidden"},
+		// hookd's own failure notifications: hookd publishes them, no producer.
+		{"events.publish", map[string]any{"type": "hookd.endpoint.failing", "data": map[string]any{}}, "invalid"},
+		{"events.publish_batch", map[string]any{"events": []any{map[string]any{"type": "hookd.endpoint.disabled"}}}, "invalid"},
 	} {
 		e := call(t, cs, c.tool, c.args, nil)
 		if e == nil || e.Error.Code != c.code {
 			t.Errorf("%s(%v) = %+v, want tool error %s", c.tool, c.args, e, c.code)
+			continue
+		}
+		if strings.HasPrefix(c.tool, "events.") && !strings.Contains(e.Error.Message, "hookd's own") {
+			t.Errorf("%s(%v): %q does not say the type is hookd's own", c.tool, c.args, e.Error.Message)
 		}
 	}
 }
