@@ -287,7 +287,10 @@ func TestPostBodyCapped(t *testing.T) {
 		}
 	})
 	c := New(Config{Allow: allowList(t, "127.0.0.1")})
+	read := countReads(c)
+	began := time.Now()
 	res, err := c.Post(t.Context(), rcv.URL, nil, nil)
+	took := time.Since(began)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +300,45 @@ func TestPostBodyCapped(t *testing.T) {
 	if sent := <-stopped; sent <= DefaultMaxResponseBytes {
 		t.Errorf("receiver stopped after %d bytes, want more than the cap", sent)
 	}
+	// The cap is 64 KiB, and it is what ends the read: the client took in
+	// the cap and no more than its headers and one buffer fill beyond it
+	// (a removed or raised cap reads on), and it hung up at once instead of
+	// reading until the 10 s timeout.
+	if DefaultMaxResponseBytes != 64<<10 {
+		t.Errorf("DefaultMaxResponseBytes = %d, want 64 KiB", DefaultMaxResponseBytes)
+	}
+	const slack = 8 << 10 // status line, headers, chunk framing, bufio's 4 KiB
+	if n := read.Load(); n < 64<<10 || n > 64<<10+slack {
+		t.Errorf("client read %d bytes from the connection, want 64 KiB to 64 KiB + %d", n, slack)
+	}
+	if took > DefaultTimeout/2 {
+		t.Errorf("Post took %v: the read ran towards the %v timeout instead of stopping at the cap", took, DefaultTimeout)
+	}
+}
+
+// countReads makes every connection c dials count the bytes read from it.
+func countReads(c *Client) *atomic.Int64 {
+	var n atomic.Int64
+	dial := c.transport.DialContext
+	c.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: conn, read: &n}, nil
+	}
+	return &n
+}
+
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
 }
 
 func TestPostTimeout(t *testing.T) {
