@@ -104,8 +104,11 @@ func TestOutcomeTable(t *testing.T) {
 		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", "snooze", 30 * time.Second},
 		{"400", status(400), "discard", "retry", 0},
 		{"401", status(401), "discard", "retry", 0},
+		{"403", status(403), "discard", "retry", 0},
 		{"404", status(404), "discard", "retry", 0},
+		{"409", status(409), "discard", "retry", 0},
 		{"410", status(410), "discard", "retry", 0},
+		{"422", status(422), "discard", "retry", 0},
 		{"timeout", func(r *http.Request, _ int) (int, http.Header) {
 			select { // hold until hookd gives up
 			case <-r.Context().Done():
