@@ -336,7 +336,7 @@ func (s *Service) moveHealth(ctx context.Context, q *store.Q, ep *endpoint.Endpo
 		return []transition{{kind: Recovered, since: since}}, nil
 	}
 	reason := fmt.Sprintf("disabled after %s of continuous failure; last: %s", s.cfg.Rules.DisableAfter, out.Error)
-	since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now.UnixMicro(), s.cfg.Rules.DisableAfter.Microseconds(), reason)
+	since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, now, s.cfg.Rules, reason)
 	if apperr.IsNotFound(err) {
 		return nil, nil
 	}

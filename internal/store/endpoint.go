@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -128,21 +129,24 @@ func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
 }
 
 // MarkEndpointFailing records a non-success at now: failing_since is set if
-// it was not. If the endpoint has now failed continuously for disableAfter,
-// it is disabled with reason. It returns the endpoint's failing_since and
-// whether this call disabled it.
-func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now, disableAfter int64, reason string) (failingSince int64, disabled bool, err error) {
-	err = q.q.queryRow(ctx, `UPDATE hookd_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since`, id, now).Scan(&failingSince)
+// it was not. If rules say an endpoint failing that long is disabled
+// ([endpoint.Rules.ShouldDisable]), it is disabled with reason. It returns
+// the endpoint's failing_since and whether this call disabled it.
+func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now time.Time, rules endpoint.Rules, reason string) (failingSince int64, disabled bool, err error) {
+	at := now.UnixMicro()
+	err = q.q.queryRow(ctx, `UPDATE hookd_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since`, id, at).Scan(&failingSince)
 	if NotFound(err) {
 		return 0, false, notFoundEndpoint(id)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("mark endpoint failing: %w", err)
 	}
-	if now-failingSince < disableAfter {
+	// Both times at the column's microsecond precision.
+	since := time.UnixMicro(failingSince)
+	if !rules.ShouldDisable(&since, time.UnixMicro(at)) {
 		return failingSince, false, nil
 	}
-	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled = true`, id, reason, now)
+	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled = true`, id, reason, at)
 	if err != nil {
 		return 0, false, fmt.Errorf("disable endpoint: %w", err)
 	}

@@ -146,8 +146,9 @@ func TestDeleteEndpointCascades(t *testing.T) {
 	})
 }
 
-// TestEndpointHealth: failing_since is set once and kept; disableAfter of
-// continuous failure disables with the reason (once); healthy clears it.
+// TestEndpointHealth: failing_since is set once and kept; 5 days of
+// continuous failure (the default rules) disables with the reason (once);
+// healthy clears it.
 func TestEndpointHealth(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, db *store.DB) {
@@ -156,12 +157,12 @@ func TestEndpointHealth(t *testing.T) {
 		mkOwner(t, db, "acme")
 		ep := mkEndpoint(t, db, "acme", 1)
 		other := mkEndpoint(t, db, "acme", 1)
-		disableAfter := (5 * day).Microseconds()
+		rules := endpoint.DefaultRules // the rule and the number hookd runs with
 		const reason = "disabled after 5 days of continuous failure; last: HTTP 500"
 
 		step := func(at time.Time, wantDisabled bool) {
 			t.Helper()
-			since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, ts(at), disableAfter, reason)
+			since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, at, rules, reason)
 			must(t, err)
 			if since != ts(t0) || disabled != wantDisabled {
 				t.Fatalf("MarkEndpointFailing at %v = since %v, disabled %v; want since %v, disabled %v",
@@ -175,6 +176,7 @@ func TestEndpointHealth(t *testing.T) {
 		if got.State() != endpoint.Failing || !got.FailingSince.Equal(t0) {
 			t.Fatalf("after failures: state %s since %v", got.State(), got.FailingSince)
 		}
+		step(t0.Add(5*day-time.Second), false)      // one second short
 		step(t0.Add(5*day-time.Microsecond), false) // one microsecond short
 		step(t0.Add(5*day), true)                   // the threshold: disabled now
 		step(t0.Add(6*day), false)                  // already disabled: not again
@@ -197,7 +199,7 @@ func TestEndpointHealth(t *testing.T) {
 			t.Fatalf("failing_since %v after healthy", got.FailingSince)
 		}
 		// A new failure streak starts at its own first failure.
-		since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, ts(t0.Add(10*day)), disableAfter, reason)
+		since, disabled, err := q.MarkEndpointFailing(ctx, ep.ID, t0.Add(10*day), rules, reason)
 		must(t, err)
 		if since != ts(t0.Add(10*day)) || disabled {
 			t.Fatalf("new streak: since %v disabled %v", time.UnixMicro(since).UTC(), disabled)
@@ -206,7 +208,7 @@ func TestEndpointHealth(t *testing.T) {
 			t.Fatal("another endpoint was touched")
 		}
 
-		_, _, err = q.MarkEndpointFailing(ctx, "ep_missing", ts(t0), disableAfter, reason)
+		_, _, err = q.MarkEndpointFailing(ctx, "ep_missing", t0, rules, reason)
 		wantCode(t, err, apperr.NotFound)
 	})
 }
