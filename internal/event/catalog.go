@@ -1,6 +1,7 @@
 package event
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hookd/hookd/internal/apperr"
 )
 
 // builtin holds the catalogs hookd ships, by name.
@@ -55,8 +58,9 @@ func LoadCatalogs(refs []string) ([]Type, error) {
 }
 
 // LoadCatalogFile reads event types from a YAML or JSON file (YAML is a
-// superset of JSON): either a list of {name, exposure, scoped, description}
-// or {event_types: [...]}.
+// superset of JSON): either a list of {name, exposure, scoped, description,
+// schema, example} or {event_types: [...]}. A schema is compiled, and the
+// example checked against it, here.
 func LoadCatalogFile(path string) ([]Type, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -67,6 +71,9 @@ func LoadCatalogFile(path string) ([]Type, error) {
 		Exposure    string `yaml:"exposure"`
 		Scoped      bool   `yaml:"scoped"`
 		Description string `yaml:"description"`
+		// Schema and Example are JSON values written in YAML or JSON.
+		Schema  any `yaml:"schema"`
+		Example any `yaml:"example"`
 	}
 	var list []entry
 	if err := yaml.Unmarshal(b, &list); err != nil {
@@ -74,7 +81,7 @@ func LoadCatalogFile(path string) ([]Type, error) {
 			EventTypes []entry `yaml:"event_types"`
 		}
 		if err2 := yaml.Unmarshal(b, &doc); err2 != nil {
-			return nil, fmt.Errorf("catalog %s: %v (expected a list of {name, exposure, scoped, description} or {event_types: [...]})", path, err2)
+			return nil, fmt.Errorf("catalog %s: %v (expected a list of {name, exposure, scoped, description, schema, example} or {event_types: [...]})", path, err2)
 		}
 		list = doc.EventTypes
 	}
@@ -87,7 +94,29 @@ func LoadCatalogFile(path string) ([]Type, error) {
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s entry %d (%s): %v", path, i, e.Name, err)
 		}
-		out = append(out, Type{Name: e.Name, Exposure: exp, Scoped: e.Scoped, Description: e.Description})
+		t := Type{Name: e.Name, Exposure: exp, Scoped: e.Scoped, Description: e.Description}
+		if t.Schema, err = asJSON(e.Schema); err == nil {
+			t.Example, err = asJSON(e.Example)
+		}
+		if err == nil {
+			_, err = t.CheckSchema()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s entry %d (%s): %v", path, i, e.Name, apperr.MessageOf(err))
+		}
+		out = append(out, t)
 	}
 	return out, nil
+}
+
+// asJSON turns a value decoded from YAML into JSON (nil: none).
+func asJSON(v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, apperr.New(apperr.Invalid, "schema or example is not a JSON value (mapping keys must be strings): %v", err)
+	}
+	return b, nil
 }

@@ -57,6 +57,13 @@ type Type struct {
 	// type goes to every endpoint subscribed to it.
 	Scoped      bool   `json:"scoped"`
 	Description string `json:"description,omitempty"`
+	// Schema is a JSON Schema (draft 2020-12) every event's data must
+	// match (none: any object); Example is a data payload that matches it.
+	// Both are compact JSON, set through CheckSchema.
+	Schema  json.RawMessage `json:"schema,omitempty"`
+	Example json.RawMessage `json:"example,omitempty"`
+	// SchemaHash keys the compiled schema (SchemaHash of Schema, "" none).
+	SchemaHash string `json:"-"`
 	// Profile, on a shared type, limits it to owners of that profile (a
 	// profile's own test and lifecycle types); "" offers it to every owner.
 	Profile   string    `json:"-"`
