@@ -186,6 +186,10 @@ func (c Config) Validate() error {
 		if err := event.ValidateTypeName(t.Name); err != nil {
 			return fmt.Errorf("EventTypes[%d]: %w", i, err)
 		}
+		it := t.internal()
+		if _, err := it.CheckSchema(); err != nil {
+			return fmt.Errorf("EventTypes[%d] (%s): %w", i, t.Name, err)
+		}
 	}
 	return nil
 }

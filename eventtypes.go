@@ -2,6 +2,7 @@ package hookd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +26,13 @@ type EventType struct {
 	Scoped bool
 	// Internal keeps events of this type inside hookd: stored, never sent.
 	Internal bool
+	// Schema, when set, is a JSON Schema (draft 2020-12) every event's
+	// Data must match: Publish and PublishTx refuse one that does not, with
+	// an error naming the field (e.g. "data/amount: minimum: got -1, want
+	// 0"). Example is a Data payload that matches it. Open refuses a
+	// schema that does not compile and an example that does not match.
+	Schema  json.RawMessage
+	Example json.RawMessage
 }
 
 func (t EventType) internal() event.Type {
@@ -32,7 +40,7 @@ func (t EventType) internal() event.Type {
 	if t.Internal {
 		exp = event.Internal
 	}
-	return event.Type{Name: t.Name, Exposure: exp, Scoped: t.Scoped, Description: t.Description}
+	return event.Type{Name: t.Name, Exposure: exp, Scoped: t.Scoped, Description: t.Description, Schema: t.Schema, Example: t.Example}
 }
 
 // registerCatalog makes the shared catalog exactly cfg's types (its
@@ -40,7 +48,7 @@ func (t EventType) internal() event.Type {
 // profile's own types (offered to that profile's owners only), which win
 // over the others on a name: a profile's test event stays its own. Types a
 // previous start shared and this one does not are removed.
-func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Registry, cfg Config) error {
+func registerCatalog(ctx context.Context, db *store.DB, engine *delivery.Service, profiles *profile.Registry, cfg Config) error {
 	extra, err := event.LoadCatalogs(cfg.Catalogs)
 	if err != nil {
 		return err
@@ -51,6 +59,7 @@ func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Regist
 	// The failure notifications are offered to every owner.
 	extra = append(extra, delivery.NotificationTypes...)
 	byName := map[string]event.Type{}
+	schemas := map[string]*event.Schema{}
 	var names []string
 	put := func(t event.Type, prof string, now time.Time) error {
 		if err := event.ValidateTypeName(t.Name); err != nil {
@@ -60,6 +69,11 @@ func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Regist
 		if err != nil {
 			return fmt.Errorf("catalog %s: %w", t.Name, err)
 		}
+		sch, err := t.CheckSchema()
+		if err != nil {
+			return fmt.Errorf("catalog %s: %w", t.Name, err)
+		}
+		schemas[t.SchemaHash] = sch
 		if _, seen := byName[t.Name]; !seen {
 			names = append(names, t.Name)
 		}
@@ -80,7 +94,7 @@ func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Regist
 			}
 		}
 	}
-	return db.InTx(ctx, func(q *store.Q) error {
+	err = db.InTx(ctx, func(q *store.Q) error {
 		for _, n := range names {
 			t := byName[n]
 			if err := q.PutEventType(ctx, &t); err != nil {
@@ -89,4 +103,11 @@ func registerCatalog(ctx context.Context, db *store.DB, profiles *profile.Regist
 		}
 		return q.KeepSharedEventTypes(ctx, names)
 	})
+	if err != nil {
+		return err
+	}
+	for hash, sch := range schemas {
+		engine.KeepSchema(hash, sch)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/hookdtest"
+	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -114,11 +115,14 @@ type bundle struct {
 	api   *httptest.Server
 	key   string
 	clock *clock
+	dbc   store.Config
 }
 
 type setupOpts struct {
 	noWork bool
 	mutate func(*hookd.Config)
+	// on, when set, is another process on that bundle's database.
+	on *bundle
 }
 
 // setup starts hookd on eng with owner "acme" and returns an admin key.
@@ -128,7 +132,12 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	dbc := eng.Config(t)
+	var dbc store.Config
+	if o.on != nil {
+		dbc = o.on.dbc
+	} else {
+		dbc = eng.Config(t)
+	}
 	clk := &clock{}
 	cfg := hookd.Config{
 		Database: dbc.URL, Schema: dbc.Schema,
@@ -162,7 +171,7 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, h: hookdtest.Wrap(h), api: api, key: key, clock: clk}
+	return &bundle{t: t, h: hookdtest.Wrap(h), api: api, key: key, clock: clk, dbc: dbc}
 }
 
 // do sends a JSON request with the admin key and decodes the answer into out

@@ -147,9 +147,6 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err := db.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	if err := registerCatalog(ctx, db, profiles, cfg); err != nil {
-		return nil, err
-	}
 	m := metrics.New(metrics.Config{Profiles: profiles.Names(), OwnerLabels: cfg.MetricsOwnerLabels, Process: true})
 	engine := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
@@ -160,6 +157,9 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Metrics: m, Tracer: tracer(cfg.TracerProvider),
 	})
+	if err := registerCatalog(ctx, db, engine, profiles, cfg); err != nil {
+		return nil, err
+	}
 	if err := m.Register(&metrics.DBCollector{DB: db, Queues: []string{delivery.QueueFanout, delivery.QueueDeliver}, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,11 @@ import (
 // idempotency result (two callers of one group with one key are answered as
 // if they had come one after the other) and its own error. Validation runs
 // in the caller before it joins (prepare), so a bad event fails only its
-// own caller. If the shared transaction fails before its commit, every
+// own caller. The check of data against its type's schema needs the type's
+// row, which the group reads anyway (one read per owner and type for the
+// whole group): it runs in the group's transaction before any write
+// (admit), and a refused caller is answered alone while the others commit.
+// If the shared transaction fails before its commit, every
 // caller of the group is retried in a transaction of its own, so no caller
 // is answered with another's failure; a failed commit (its outcome unknown)
 // reaches every caller of the group, as it would have reached each alone.
@@ -92,11 +96,8 @@ func (g *publishGroup) run(ctx context.Context, calls []*publishCall) {
 // commit publishes the group's events in one transaction and sets every
 // call's answer.
 func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
-	evs := make([]*event.Event, len(group))
-	for i, c := range group {
-		evs[i] = c.ev
-	}
 	var out []Published
+	var admitted []*publishCall
 	var inTx error // the transaction's own failure, before its commit
 	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
 		if h := g.s.hook().PublishGroup; h != nil {
@@ -104,40 +105,75 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 				return inTx
 			}
 		}
-		out, inTx = g.s.insert(ctx, q, evs)
+		admitted, out, inTx = g.s.insertAdmitted(ctx, q, group)
 		return inTx
 	})
 	switch {
 	case err == nil:
-		for i, c := range group {
+		for i, c := range admitted {
 			c.out, c.err = out[i], nil
 		}
 	case inTx == nil || len(group) == 1:
 		// The commit failed, or the group's one caller did: that failure
-		// is each caller's own.
+		// is each caller's own (a caller refused before it keeps its
+		// refusal).
 		for _, c := range group {
-			c.err = err
+			if c.err == errNotRun {
+				c.err = err
+			}
 		}
 	default:
 		// Something in the shared transaction failed, and it may have been
 		// one caller's: each caller alone, so each gets only its own result.
 		for _, c := range group {
-			c.out, c.err = g.s.publishAlone(ctx, c.ev)
+			g.s.publishAlone(ctx, c)
 		}
 	}
 }
 
+// insertAdmitted admits the calls' events (their types' rules and
+// schemas) and inserts those admitted. A refused call is answered with its
+// refusal here and is not in admitted: its bad data fails only its own
+// publish, and the others commit as if it had not come.
+func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publishCall) (admitted []*publishCall, out []Published, err error) {
+	evs := make([]*event.Event, len(calls))
+	for i, c := range calls {
+		evs[i] = c.ev
+	}
+	rules, refused, err := s.admit(ctx, q, evs)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, admittedRules := evs[:0], rules[:0]
+	for i, c := range calls {
+		if refused[i] != nil {
+			c.err = refused[i]
+			continue
+		}
+		admitted = append(admitted, c)
+		evs, admittedRules = append(evs, c.ev), append(admittedRules, rules[i])
+	}
+	if len(evs) == 0 {
+		return nil, nil, nil
+	}
+	out, err = s.insert(ctx, q, evs, admittedRules)
+	return admitted, out, err
+}
+
 // publishAlone publishes one prepared event in a transaction of its own.
-func (s *Service) publishAlone(ctx context.Context, ev *event.Event) (Published, error) {
-	ev.FanoutJob = 0 // set by the rolled-back attempt
+func (s *Service) publishAlone(ctx context.Context, c *publishCall) {
+	c.ev.FanoutJob = 0 // set by the rolled-back attempt
+	var admitted []*publishCall
 	var out []Published
 	err := s.db.InTxForeground(ctx, func(q *store.Q) error {
 		var err error
-		out, err = s.insert(ctx, q, []*event.Event{ev})
+		admitted, out, err = s.insertAdmitted(ctx, q, []*publishCall{c})
 		return err
 	})
-	if err != nil {
-		return Published{}, err
+	switch {
+	case err != nil:
+		c.out, c.err = Published{}, err
+	case len(admitted) == 1:
+		c.out, c.err = out[0], nil
 	}
-	return out[0], nil
 }

@@ -34,33 +34,34 @@ func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
 	for _, e := range dbtest.Engines() {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
-			cfg := e.Config(t)
-			cfg.MaxConns = 8
-			db := dbtest.Open(t, cfg)
-			if _, err := db.NewRiver(&river.Config{}); err != nil { // insert-only
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			now := time.Now()
-			must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: "acme", Profile: "standard", Attributes: map[string]string{"app": "acme"}, CreatedAt: now}))
-			for _, id := range []string{"acme", "quiet"} {
-				if id != "acme" {
-					must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: id, Profile: "standard", Attributes: map[string]string{"app": id}, CreatedAt: now}))
-				}
-				must(t, db.Q().PutEventType(ctx, &event.Type{OwnerID: id, Name: "order.paid", Exposure: event.Webhook, CreatedAt: now}))
-			}
-			// acme has an endpoint, quiet a disabled one only.
-			for _, ep := range []struct {
-				owner   string
-				enabled bool
-			}{{"acme", true}, {"quiet", false}} {
-				e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: ep.owner, URL: "https://example.com/hook",
-					EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-				must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
-			}
-			fn(t, groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})})
+			fn(t, openGroupBench(t, e))
 		})
 	}
+}
+
+func openGroupBench(t testing.TB, e dbtest.Engine) groupBench {
+	cfg := e.Config(t)
+	cfg.MaxConns = 8
+	db := dbtest.Open(t, cfg)
+	if _, err := db.NewRiver(&river.Config{}); err != nil { // insert-only
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	for _, id := range []string{"acme", "quiet"} {
+		must(t, db.Q().CreateOwner(ctx, &owner.Owner{ID: id, Profile: "standard", Attributes: map[string]string{"app": id}, CreatedAt: now}))
+		must(t, db.Q().PutEventType(ctx, &event.Type{OwnerID: id, Name: "order.paid", Exposure: event.Webhook, CreatedAt: now}))
+	}
+	// acme has an endpoint, quiet a disabled one only.
+	for _, ep := range []struct {
+		owner   string
+		enabled bool
+	}{{"acme", true}, {"quiet", false}} {
+		e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: ep.owner, URL: "https://example.com/hook",
+			EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
+		must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+	}
+	return groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})}
 }
 
 func must(t testing.TB, err error) {

@@ -64,7 +64,20 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
-	return s.insert(ctx, q, evs)
+	rules, refused, err := s.admit(ctx, q, evs)
+	if err != nil {
+		return nil, err
+	}
+	// All or none: one event refused refuses the batch.
+	for i, err := range refused {
+		if err != nil {
+			if len(evs) > 1 {
+				return nil, apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
+			}
+			return nil, err
+		}
+	}
+	return s.insert(ctx, q, evs, rules)
 }
 
 // prepare validates evs and fills in what publishing decides: the compact
@@ -101,10 +114,75 @@ func (s *Service) prepare(evs []*event.Event, by publisher) error {
 	return nil
 }
 
-// insert writes prepared events and their fanout jobs in q's transaction.
-func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
+// admit reads the rule of each event's type in q's transaction (one read
+// per owner and type) and checks the event's data against the type's
+// schema. refused[i] is event i's refusal (nil: admitted); err is a
+// failure of the reads, which admits nothing. It writes nothing, so a
+// group commit answers a refused caller alone and goes on with the others.
+func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event) (rules []store.Rule, refused []error, err error) {
+	type key struct{ owner, typ string }
+	seen := map[key]store.Rule{}
+	rules = make([]store.Rule, len(evs))
+	refused = make([]error, len(evs))
+	for i, ev := range evs {
+		k := key{ev.OwnerID, ev.Type}
+		r, ok := seen[k]
+		if !ok {
+			if r, err = q.TypeRule(ctx, ev.OwnerID, ev.Type); err != nil {
+				return nil, nil, err
+			}
+			seen[k] = r
+		}
+		rules[i] = r
+		if r.SchemaHash == "" {
+			continue
+		}
+		sch, err := s.schema(ctx, q, ev, r.SchemaHash)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sch != nil {
+			refused[i] = sch.Validate(ev.Data)
+		}
+	}
+	return rules, refused, nil
+}
+
+// schema returns the compiled schema of a hash: kept, or read with ev's
+// type and compiled (the first publish of it in this process); nil when
+// the type's schema was removed since its rule was read.
+func (s *Service) schema(ctx context.Context, q *store.Q, ev *event.Event, hash string) (*event.Schema, error) {
+	if sch, ok := s.schemas.Get(hash); ok {
+		return sch, nil
+	}
+	text, got, err := q.TypeSchema(ctx, ev.OwnerID, ev.Type)
+	if err != nil {
+		return nil, err
+	}
+	if got == "" {
+		return nil, nil
+	}
+	sch, err := event.CompileSchema(text)
+	if err != nil {
+		// It compiled when it was set; a library upgrade may disagree.
+		return nil, fmt.Errorf("compile the schema of event type %s: %w", ev.Type, err)
+	}
+	s.schemas.Put(got, sch)
+	return sch, nil
+}
+
+// KeepSchema keeps a schema compiled where it was set (an update, the
+// catalog at start), so this process's next publish need not compile it.
+func (s *Service) KeepSchema(hash string, sch *event.Schema) {
+	if hash != "" && sch != nil {
+		s.schemas.Put(hash, sch)
+	}
+}
+
+// insert writes prepared, admitted events and their fanout jobs in q's
+// transaction; rules[i] is event i's type rule, from admit.
+func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, rules []store.Rule) ([]Published, error) {
 	out := make([]Published, 0, len(evs))
-	exposures := map[[2]string]event.Exposure{}
 	// Fanout jobs first, so each event row is written once, with its job
 	// (another fanout of the same owner may fan the event out first and
 	// delete that job). A job made for an event that turns out to repeat an
@@ -113,18 +191,8 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event) ([
 	var withJob []*event.Event
 	exposure := make([]event.Exposure, len(evs))
 	for i, ev := range evs {
-		// One lookup per (owner, type) in a batch, not per event.
-		key := [2]string{ev.OwnerID, ev.Type}
-		exp, ok := exposures[key]
-		if !ok {
-			var err error
-			if exp, _, err = q.Exposure(ctx, ev.OwnerID, ev.Type); err != nil {
-				return nil, err
-			}
-			exposures[key] = exp
-		}
-		exposure[i] = exp
-		if exp == event.Webhook {
+		exposure[i] = rules[i].Exposure
+		if exposure[i] == event.Webhook {
 			withJob = append(withJob, ev)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/profile"
@@ -100,6 +101,8 @@ type Service struct {
 	hooks atomic.Pointer[Hooks]
 	// profiles remembers owners' profile names for the metrics' labels.
 	profiles sync.Map
+	// schemas are the compiled event-type schemas, by hash (schema.go).
+	schemas event.SchemaCache
 }
 
 // Hooks stop the engine at its hand-over windows, so tests can force the

@@ -333,6 +333,7 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"webhooks.retry_now":          {"id": ep},
 		"webhooks.event_types":        nil,
 		"event_types.put":             {"name": "alice.thing", "exposure": "webhook"},
+		"event_types.get":             {"name": "alice.thing"},
 		"event_types.list":            nil,
 		"events.publish":              {"type": "alice.thing", "data": map[string]any{"published": true}},
 		"events.publish_batch":        {"events": []any{map[string]any{"type": "alice.thing"}}},

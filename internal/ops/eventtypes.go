@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/hookd/hookd/internal/event"
@@ -9,16 +10,23 @@ import (
 )
 
 type PutEventTypeIn struct {
-	Name        string `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
-	Exposure    string `json:"exposure,omitempty" jsonschema:"webhook (fans out to endpoints) or internal (default: never leaves hookd)"`
-	Scoped      bool   `json:"scoped,omitempty" jsonschema:"judge events of this type for scope: an endpoint with a grant gets them as the grant allows, one without only when published or was_published (default false: every subscribed endpoint gets them)"`
-	Description string `json:"description,omitempty"`
+	Name        string          `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
+	Exposure    string          `json:"exposure,omitempty" jsonschema:"webhook (fans out to endpoints) or internal (default: never leaves hookd)"`
+	Scoped      bool            `json:"scoped,omitempty" jsonschema:"judge events of this type for scope: an endpoint with a grant gets them as the grant allows, one without only when published or was_published (default false: every subscribed endpoint gets them)"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty" jsonschema:"a JSON Schema (draft 2020-12) that every published event's data must match; a publish that does not is refused with 422 naming the field; omit for none (any object)"`
+	Example     json.RawMessage `json:"example,omitempty" jsonschema:"an example data payload; it must match schema"`
+}
+
+type EventTypeRef struct {
+	Name string `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
 }
 
 func (s *Service) eventTypeOps() []*Op {
 	return []*Op{
-		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure and whether it is scoped.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
-		define(Op{Name: "event_types.list", Summary: "List every event type the owner has registered or inherits, with its exposure.", Method: http.MethodGet, Path: "/api/admin/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEventTypes),
+		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure, whether it is scoped, and the JSON Schema its events' data must match.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
+		define(Op{Name: "event_types.get", Summary: "Get one event type the owner has registered or inherits, with its exposure, schema and example.", Method: http.MethodGet, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEventType),
+		define(Op{Name: "event_types.list", Summary: "List every event type the owner has registered or inherits, with its exposure, schema and example.", Method: http.MethodGet, Path: "/api/admin/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEventTypes),
 	}
 }
 
@@ -33,11 +41,25 @@ func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTyp
 	if len(in.Description) > 1024 {
 		return nil, invalid("description is %d bytes; at most 1024", len(in.Description))
 	}
-	t := &event.Type{OwnerID: p.OwnerID, Name: in.Name, Exposure: exp, Scoped: in.Scoped, Description: in.Description, CreatedAt: s.now()}
+	t := &event.Type{OwnerID: p.OwnerID, Name: in.Name, Exposure: exp, Scoped: in.Scoped, Description: in.Description, Schema: in.Schema, Example: in.Example, CreatedAt: s.now()}
+	sch, err := t.CheckSchema()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.DB.Q().PutEventType(ctx, t); err != nil {
 		return nil, err
 	}
+	// Other processes compile it at their next publish of the type: they
+	// read its new hash with the type.
+	s.Engine.KeepSchema(t.SchemaHash, sch)
 	return t, nil
+}
+
+func (s *Service) getEventType(ctx context.Context, p Principal, in *EventTypeRef) (*event.Type, error) {
+	if err := event.ValidateTypeName(in.Name); err != nil {
+		return nil, err
+	}
+	return s.DB.Q().GetEventType(ctx, p.OwnerID, in.Name)
 }
 
 func (s *Service) listEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+
+	"github.com/hookd/hookd/internal/apperr"
 
 	"github.com/hookd/hookd/internal/event"
 )
@@ -16,12 +19,17 @@ const offered = `(t.owner_id = $1 OR (t.owner_id = '' AND t.profile IN ('', (SEL
 // is the owner's, not the shared one.
 const effective = offered + ` AND (t.owner_id <> '' OR NOT EXISTS (SELECT 1 FROM hookd_event_types o WHERE o.owner_id = $1 AND o.name = t.name))`
 
+// byName picks the one type of a name an owner sees: its own registration
+// first, then a shared one offered to it.
+const byName = ` FROM hookd_event_types t WHERE t.name = $2 AND ` + offered + ` ORDER BY t.owner_id DESC LIMIT 1`
+
 // PutEventType registers or updates an event type (OwnerID "" for the
 // catalog shared by every owner).
 func (q *Q) PutEventType(ctx context.Context, t *event.Type) error {
-	_, err := q.q.exec(ctx, `INSERT INTO hookd_event_types (owner_id, name, exposure, scoped, profile, description, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (owner_id, name) DO UPDATE SET exposure = excluded.exposure, scoped = excluded.scoped, profile = excluded.profile, description = excluded.description`,
-		t.OwnerID, t.Name, string(t.Exposure), t.Scoped, t.Profile, t.Description, ts(t.CreatedAt))
+	_, err := q.q.exec(ctx, `INSERT INTO hookd_event_types (owner_id, name, exposure, scoped, profile, description, data_schema, schema_hash, example, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (owner_id, name) DO UPDATE SET exposure = excluded.exposure, scoped = excluded.scoped, profile = excluded.profile, description = excluded.description,
+			data_schema = excluded.data_schema, schema_hash = excluded.schema_hash, example = excluded.example`,
+		t.OwnerID, t.Name, string(t.Exposure), t.Scoped, t.Profile, t.Description, string(t.Schema), t.SchemaHash, string(t.Example), ts(t.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("put event type: %w", err)
 	}
@@ -66,7 +74,7 @@ func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
 // ones offered to it (to every owner, or to its profile) that it has not
 // registered itself, by name.
 func (q *Q) ListEventTypes(ctx context.Context, ownerID string) ([]*event.Type, error) {
-	rs, err := q.q.query(ctx, `SELECT t.owner_id, t.name, t.exposure, t.scoped, t.description, t.created_at FROM hookd_event_types t
+	rs, err := q.q.query(ctx, `SELECT `+typeColumns+` FROM hookd_event_types t
 		WHERE `+effective+` ORDER BY t.name`, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list event types: %w", err)
@@ -74,30 +82,89 @@ func (q *Q) ListEventTypes(ctx context.Context, ownerID string) ([]*event.Type, 
 	defer rs.Close()
 	var out []*event.Type
 	for rs.Next() {
-		var t event.Type
-		var created int64
-		if err := rs.Scan(&t.OwnerID, &t.Name, &t.Exposure, &t.Scoped, &t.Description, &created); err != nil {
-			return nil, err
+		t, err := scanType(rs)
+		if err != nil {
+			return nil, fmt.Errorf("list event types: %w", err)
 		}
-		t.CreatedAt = fromTS(created)
-		out = append(out, &t)
+		out = append(out, t)
 	}
 	return out, rs.Err()
+}
+
+const typeColumns = `t.owner_id, t.name, t.exposure, t.scoped, t.description, t.data_schema, t.schema_hash, t.example, t.created_at`
+
+func scanType(r interface{ Scan(...any) error }) (*event.Type, error) {
+	var t event.Type
+	var schema, example string
+	var created int64
+	if err := r.Scan(&t.OwnerID, &t.Name, &t.Exposure, &t.Scoped, &t.Description, &schema, &t.SchemaHash, &example, &created); err != nil {
+		return nil, err
+	}
+	if schema != "" {
+		t.Schema = json.RawMessage(schema)
+	}
+	if example != "" {
+		t.Example = json.RawMessage(example)
+	}
+	t.CreatedAt = fromTS(created)
+	return &t, nil
+}
+
+// GetEventType returns the type an owner sees by a name: its own
+// registration, else the shared one offered to it.
+func (q *Q) GetEventType(ctx context.Context, ownerID, name string) (*event.Type, error) {
+	t, err := scanType(q.q.queryRow(ctx, `SELECT `+typeColumns+byName, ownerID, name))
+	if NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "event type %q is not registered: register it with PUT /api/admin/event_types/%s", name, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get event type: %w", err)
+	}
+	return t, nil
 }
 
 // Exposure returns a type's exposure for an owner (its own registration
 // first, then the shared ones offered to it) and whether it is registered
 // at all. Unregistered types are Internal.
 func (q *Q) Exposure(ctx context.Context, ownerID, name string) (event.Exposure, bool, error) {
-	var exp string
-	err := q.q.queryRow(ctx, `SELECT t.exposure FROM hookd_event_types t WHERE t.name = $2 AND `+offered+` ORDER BY t.owner_id DESC LIMIT 1`, ownerID, name).Scan(&exp)
+	r, err := q.TypeRule(ctx, ownerID, name)
+	return r.Exposure, r.Registered, err
+}
+
+// Rule is what a publish needs of an event's type: its exposure and the
+// hash of its schema ("" none), read in the publish's transaction so an
+// update committed before it is what it sees.
+type Rule struct {
+	Exposure   event.Exposure
+	SchemaHash string
+	Registered bool
+}
+
+// TypeRule returns the Rule of a type for an owner, as Exposure resolves
+// it. Unregistered types are Internal, with no schema.
+func (q *Q) TypeRule(ctx context.Context, ownerID, name string) (Rule, error) {
+	var exp, hash string
+	err := q.q.queryRow(ctx, `SELECT t.exposure, t.schema_hash`+byName, ownerID, name).Scan(&exp, &hash)
 	if NotFound(err) {
-		return event.Internal, false, nil
+		return Rule{Exposure: event.Internal}, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("event type exposure: %w", err)
+		return Rule{}, fmt.Errorf("event type exposure: %w", err)
 	}
-	return event.Exposure(exp), true, nil
+	return Rule{Exposure: event.Exposure(exp), SchemaHash: hash, Registered: true}, nil
+}
+
+// TypeSchema returns the schema of a type for an owner and its hash, as
+// TypeRule resolves the type: what a process compiles when it first meets
+// a hash. An update committed since the rule was read shows here: its
+// schema is the newer one, and the publish checks against that.
+func (q *Q) TypeSchema(ctx context.Context, ownerID, name string) ([]byte, string, error) {
+	var s, hash string
+	err := q.q.queryRow(ctx, `SELECT t.data_schema, t.schema_hash`+byName, ownerID, name).Scan(&s, &hash)
+	if err != nil && !NotFound(err) {
+		return nil, "", fmt.Errorf("event type schema: %w", err)
+	}
+	return []byte(s), hash, nil
 }
 
 // ScopedTypes returns the names of the types that are scoped for an owner
