@@ -1,10 +1,13 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/ops"
 )
@@ -39,8 +42,22 @@ func sorted(ss []string) []string {
 }
 
 type typesData struct {
-	Types []*event.Type
+	Types []typeView
 	Error string
+}
+
+// typeView is a type with its schema and example indented for reading.
+type typeView struct {
+	*event.Type
+	SchemaText, ExampleText string
+}
+
+func indented(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session) {
@@ -49,13 +66,30 @@ func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "event_types", s, "Event types", typesData{Types: ts.Data})
+	views := make([]typeView, len(ts.Data))
+	for i, t := range ts.Data {
+		views[i] = typeView{Type: t}
+		if len(t.Schema) > 0 {
+			views[i].SchemaText = indented(t.Schema)
+		}
+		if len(t.Example) > 0 {
+			views[i].ExampleText = indented(t.Example)
+		}
+	}
+	c.render(w, r, http.StatusOK, "event_types", s, "Event types", typesData{Types: views})
 }
 
-// putEventType marks a type webhook or internal, keeping its description
-// and whether it is scoped.
+// putEventType marks a type webhook or internal, keeping its description,
+// whether it is scoped, and its schema and example (read afresh: a put
+// replaces them all).
 func (c *Console) putEventType(w http.ResponseWriter, r *http.Request, s *session) {
 	in := &ops.PutEventTypeIn{Name: r.PathValue("name"), Exposure: r.PostFormValue("exposure"), Scoped: r.PostFormValue("scoped") == "true", Description: r.PostFormValue("description")}
+	if cur, err := callAs[event.Type](r.Context(), c, s, "event_types.get", &ops.EventTypeRef{Name: in.Name}); err == nil {
+		in.Schema, in.Example = cur.Schema, cur.Example
+	} else if !apperr.IsNotFound(err) {
+		c.fail(w, r, s, err)
+		return
+	}
 	if _, err := c.call(r.Context(), s, "event_types.put", in); err != nil {
 		c.fail(w, r, s, err)
 		return
