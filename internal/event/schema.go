@@ -167,6 +167,11 @@ func (t *Type) CheckSchema() (*Schema, error) {
 	if len(t.Schema) == 0 {
 		return nil, nil
 	}
+	if t.Schema[0] != '{' {
+		// true and false are schemas too, but the API and MCP declare an
+		// object, and {} and {"not": {}} say the same.
+		return nil, apperr.New(apperr.Invalid, "schema must be a JSON object, e.g. {\"type\": \"object\", \"required\": [\"invoice_id\"]}")
+	}
 	s, err := CompileSchema(t.Schema)
 	if err != nil {
 		return nil, err

@@ -84,6 +84,12 @@ func TestCheckSchema(t *testing.T) {
 	if _, err := ty.CheckSchema(); err == nil || !strings.Contains(apperr.MessageOf(err), "example: maxProperties: got 2, want 1") {
 		t.Fatalf("an example that does not match: %v", err)
 	}
+	for _, notObject := range []string{"true", "false", "[]", `"x"`} {
+		nt := Type{Schema: []byte(notObject)}
+		if _, err := nt.CheckSchema(); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "schema must be a JSON object") {
+			t.Errorf("schema %s: %v; want refused as not an object", notObject, err)
+		}
+	}
 	none := Type{Schema: []byte("null"), Example: []byte(" ")}
 	if sch, err := none.CheckSchema(); err != nil || sch != nil || none.Schema != nil || none.SchemaHash != "" {
 		t.Fatalf("null schema: %v, %v, %+v", sch, err, none)
