@@ -162,3 +162,28 @@ func BenchmarkSchemaValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestReadmeSchemaExample: README's catalog entry with a schema loads, and
+// its schema refuses what README says it refuses.
+func TestReadmeSchemaExample(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	must(t, err)
+	_, rest, ok := strings.Cut(string(b), "```yaml\n- name: invoice.paid\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("README.md has no ```yaml block starting with - name: invoice.paid")
+	}
+	path := filepath.Join(t.TempDir(), "types.yaml")
+	must(t, os.WriteFile(path, []byte("- name: invoice.paid\n"+block), 0o600))
+	c, err := LoadCatalogFile(path)
+	if err != nil || len(c) != 1 || c[0].Example == nil {
+		t.Fatalf("README's catalog: %+v, %v", c, err)
+	}
+	sch, err := CompileSchema(c[0].Schema)
+	must(t, err)
+	err = sch.Validate([]byte(`{"invoice_id":"inv_1","amount":-1}`))
+	if !strings.Contains(apperr.MessageOf(err), "data/amount: minimum: got -1, want 0") {
+		t.Fatalf("README's schema answers %v", err)
+	}
+}
