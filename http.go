@@ -30,8 +30,10 @@ func (h *Hookd) Handler() http.Handler {
 
 // Mount serves Handler's routes on mux under prefix: with "/webhooks", the
 // API at /webhooks/api/admin/…, MCP at /webhooks/mcp, the OpenAPI document
-// at /webhooks/openapi.json (its servers entry says /webhooks). prefix ""
-// mounts at the root.
+// at /webhooks/openapi.json (its servers entry says /webhooks), and the web
+// console at /webhooks/admin/ (/webhooks/ redirects there), its links,
+// forms, assets, session cookie and River UI all under the prefix. prefix
+// "" mounts at the root.
 func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error {
 	prefix = strings.TrimRight(prefix, "/")
 	if prefix != "" && !strings.HasPrefix(prefix, "/") {
@@ -50,8 +52,7 @@ func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error {
 }
 
 // handler is every projection of the ops on one mux, for a server that
-// reaches it under prefix. The console (the web page at /admin/, with River
-// UI for operators) is served at the root only: its links are absolute.
+// reaches it under prefix (stripped from each request before it).
 func (h *Hookd) handler(prefix string) (http.Handler, error) {
 	tools, err := mcpserver.New(mcpserver.Config{Ops: h.ops, Log: h.cfg.Log})
 	if err != nil {
@@ -66,20 +67,18 @@ func (h *Hookd) handler(prefix string) (http.Handler, error) {
 		"/mcp":              tools.Handler(h.api.Authenticate),
 		"GET /openapi.json": doc,
 	}
-	if prefix == "" {
-		if api.Console, err = h.console(); err != nil {
-			return nil, err
-		}
+	if api.Console, err = h.console(prefix); err != nil {
+		return nil, err
 	}
 	return api.Handler(), nil
 }
 
-// console builds the web page on hookd's ops, with River UI on the River
-// client hookd reads its jobs with.
-func (h *Hookd) console() (http.Handler, error) {
-	tasks, err := console.NewRiverUI(h.uiCtx, h.queue, h.cfg.Log.With("component", "riverui"))
+// console builds the web page on hookd's ops under prefix, with River UI
+// on the River client hookd reads its jobs with.
+func (h *Hookd) console(prefix string) (http.Handler, error) {
+	tasks, err := console.NewRiverUI(h.uiCtx, h.queue, prefix, h.cfg.Log.With("component", "riverui"))
 	if err != nil {
 		return nil, err
 	}
-	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
+	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
 }

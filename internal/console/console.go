@@ -33,8 +33,13 @@ type Config struct {
 	Ops *ops.Service
 	DB  *store.DB
 	// Tasks is River UI, served at /admin/tasks/ to operator sessions only
-	// (nil: no River UI).
+	// (nil: no River UI); build it with NewRiverUI and the same Prefix.
 	Tasks http.Handler
+	// Prefix is the path the console's handler is mounted under, with the
+	// prefix stripped from each request (http.StripPrefix): "" at the root,
+	// "/webhooks" for /webhooks/admin/. Every link, form, redirect, asset
+	// and the session cookie's path carry it.
+	Prefix string
 	// SessionTTL is how long a session lasts (default 12 h).
 	SessionTTL time.Duration
 	Now        func() time.Time
@@ -59,7 +64,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	p, err := parsePages()
+	p, err := parsePages(cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +82,9 @@ func (c *Console) routes() error {
 	}
 	m := c.mux
 	m.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", cacheStatic(http.FileServerFS(static))))
-	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/admin/", http.StatusFound) })
-	m.HandleFunc("GET /admin", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/admin/", http.StatusFound) })
+	toAdmin := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, c.cfg.Prefix+"/admin/", http.StatusFound) }
+	m.HandleFunc("GET /{$}", toAdmin)
+	m.HandleFunc("GET /admin", toAdmin)
 	m.HandleFunc("GET /admin/signin", c.signinPage)
 	m.HandleFunc("POST /admin/signin", c.signin)
 	m.Handle("POST /admin/signout", c.authed(c.signout))
@@ -143,6 +149,12 @@ func cacheStatic(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// redirect sends the browser to path (a console path, /admin/…) under the
+// prefix: 303, so a form post is followed by a GET.
+func (c *Console) redirect(w http.ResponseWriter, r *http.Request, path string) {
+	http.Redirect(w, r, c.cfg.Prefix+path, http.StatusSeeOther)
 }
 
 // call runs one declared op as the session's principal.

@@ -174,7 +174,7 @@ func (c *Console) createGrant(w http.ResponseWriter, r *http.Request, s *session
 			Description: f.Description, Allow: lines(f.Allow), Deny: lines(f.Deny), PublishedOnly: f.PublishedOnly, ExpiresAt: exp,
 		})
 		if err == nil {
-			http.Redirect(w, r, "/admin/grants/"+url.PathEscape(g.ID)+"?done=saved", http.StatusSeeOther)
+			c.redirect(w, r, "/admin/grants/"+url.PathEscape(g.ID)+"?done=saved")
 			return
 		}
 	}
@@ -201,7 +201,7 @@ func (c *Console) updateGrant(w http.ResponseWriter, r *http.Request, s *session
 	}
 	if err == nil {
 		if _, err = c.call(r.Context(), s, "grants.update", in); err == nil {
-			http.Redirect(w, r, "/admin/grants/"+url.PathEscape(f.ID)+"?done=saved", http.StatusSeeOther)
+			c.redirect(w, r, "/admin/grants/"+url.PathEscape(f.ID)+"?done=saved")
 			return
 		}
 	}
@@ -254,10 +254,10 @@ func (c *Console) grantAction(action string) authedHandler {
 			return
 		}
 		if action == "delete" {
-			http.Redirect(w, r, "/admin/grants?done=deleted", http.StatusSeeOther)
+			c.redirect(w, r, "/admin/grants?done=deleted")
 			return
 		}
-		http.Redirect(w, r, "/admin/grants/"+url.PathEscape(ref.ID)+"?done=revoked", http.StatusSeeOther)
+		c.redirect(w, r, "/admin/grants/"+url.PathEscape(ref.ID)+"?done=revoked")
 	}
 }
 

@@ -35,6 +35,7 @@ type site struct {
 	srv      *httptest.Server
 	keys     map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
 	testType string
+	prefix   string // where hookd is mounted ("": its own Handler at the root)
 }
 
 var catalog = []hookd.EventType{
@@ -45,6 +46,14 @@ var catalog = []hookd.EventType{
 }
 
 func startSite(t *testing.T, eng dbtest.Engine) *site {
+	t.Helper()
+	return startSiteAt(t, eng, "")
+}
+
+// startSiteAt is startSite with hookd mounted (hookd.Mount) under prefix in
+// a plain http.ServeMux that also serves the app's own routes: / says
+// "the app", and /cookies echoes the Cookie header the app was sent.
+func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 	t.Helper()
 	dbc := eng.Config(t)
 	cfg := hookd.Config{
@@ -64,7 +73,17 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 	if err := h.Start(ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	srv := httptest.NewServer(h.Handler())
+	var handler http.Handler = h.Handler()
+	if prefix != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the app") })
+		mux.HandleFunc("GET /cookies", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "cookies: "+r.Header.Get("Cookie")) })
+		if err := h.Mount(mux, prefix); err != nil {
+			t.Fatal(err)
+		}
+		handler = mux
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		srv.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -72,7 +91,7 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 		_ = h.Stop(sctx)
 		h.Close()
 	})
-	s := &site{t: t, h: parts.Of(h), srv: srv, keys: map[string]string{}}
+	s := &site{t: t, h: parts.Of(h), srv: srv, keys: map[string]string{}, prefix: prefix}
 	if _, err := s.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,14 +303,15 @@ func (p *page) path() string {
 // signIn signs in with key and lands on the endpoint list.
 func (p *page) signIn(key string) {
 	p.t.Helper()
-	if st := p.open("/"); st != http.StatusOK {
-		p.t.Fatalf("GET / ended with status %d, want the sign-in page", st)
+	pre := p.s.prefix
+	if st := p.open(pre + "/"); st != http.StatusOK {
+		p.t.Fatalf("GET %s/ ended with status %d, want the sign-in page", pre, st)
 	}
-	if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
-		p.t.Fatalf("/ led to %s, want /admin/signin", got)
+	if got := p.path(); !strings.HasPrefix(got, pre+"/admin/signin") {
+		p.t.Fatalf("%s/ led to %s, want %s/admin/signin", pre, got, pre)
 	}
 	p.do(chromedp.SendKeys(chromedp.ID("key"), key))
-	p.click("form[action='/admin/signin'] button[type=submit]")
+	p.click("form[action='" + pre + "/admin/signin'] button[type=submit]")
 }
 
 // shoot writes a full-page screenshot of the current page at width w:

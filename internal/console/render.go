@@ -27,8 +27,14 @@ var funcs = template.FuncMap{
 	"plus1": func(i int) int { return i + 1 },
 }
 
-func parsePages() (*pages, error) {
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+// parsePages parses every page; {{admin}} in a template is the console's
+// root under prefix (/admin, or /webhooks/admin).
+func parsePages(prefix string) (*pages, error) {
+	fm := template.FuncMap{"admin": func() string { return prefix + "/admin" }}
+	for k, v := range funcs {
+		fm[k] = v
+	}
+	layout, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
@@ -121,7 +127,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 		c.cfg.Log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet {
-		http.Redirect(w, r, "/admin/signin", http.StatusSeeOther)
+		c.redirect(w, r, "/admin/signin")
 		return
 	}
 	c.render(w, r, status, "error", s, http.StatusText(status), errorData{Status: status, Message: apperr.MessageOf(err)})

@@ -56,7 +56,7 @@ func (c *Console) authed(h authedHandler) http.Handler {
 		s, err := c.session(r)
 		if err != nil {
 			if r.Method == http.MethodGet && r.Header.Get("Accept") != "application/json" {
-				http.Redirect(w, r, "/admin/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				c.redirect(w, r, "/admin/signin?next="+url.QueryEscape(c.cfg.Prefix+r.URL.RequestURI()))
 				return
 			}
 			c.fail(w, r, nil, err)
@@ -83,7 +83,7 @@ func (c *Console) authed(h authedHandler) http.Handler {
 func (c *Console) session(r *http.Request) (*session, error) {
 	ck, err := r.Cookie(cookieName)
 	if err != nil || ck.Value == "" {
-		return nil, apperr.New(apperr.Unauthorized, "not signed in: sign in at /admin/signin")
+		return nil, apperr.New(apperr.Unauthorized, "not signed in: sign in at %s/admin/signin", c.cfg.Prefix)
 	}
 	hash := hashToken(ck.Value)
 	st, err := c.cfg.DB.Q().SessionByHash(r.Context(), hash, c.cfg.Now())
@@ -130,7 +130,7 @@ type signinData struct {
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 	if _, err := c.session(r); err == nil {
-		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		http.Redirect(w, r, c.safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
 	c.render(w, r, http.StatusOK, "signin", nil, "Sign in", signinData{Next: r.URL.Query().Get("next")})
@@ -185,9 +185,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if _, err := c.cfg.DB.Q().PruneSessions(ctx, now); err != nil {
 		c.cfg.Log.Warn("prune console sessions", "err", err)
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: secureRequest(r), MaxAge: int(c.cfg.SessionTTL.Seconds())})
-	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
+	http.Redirect(w, r, c.safeNext(next), http.StatusSeeOther)
 }
 
 func (c *Console) firstOwner(ctx context.Context) string {
@@ -203,8 +203,8 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
-	http.Redirect(w, r, "/admin/signin", http.StatusSeeOther)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	c.redirect(w, r, "/admin/signin")
 }
 
 // switchOwner lets an operator act on another owner (owners.get checks it
@@ -223,7 +223,7 @@ func (c *Console) switchOwner(w http.ResponseWriter, r *http.Request, s *session
 		c.fail(w, r, s, err)
 		return
 	}
-	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+	c.redirect(w, r, "/admin/webhooks")
 }
 
 func newToken() (string, error) {
@@ -235,9 +235,13 @@ func newToken() (string, error) {
 }
 
 // safeNext keeps a post-sign-in redirect on this site's console.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/admin/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		return "/admin/webhooks"
+func (c *Console) safeNext(next string) string {
+	if !strings.HasPrefix(next, c.cfg.Prefix+"/admin/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return c.cfg.Prefix + "/admin/webhooks"
 	}
 	return next
 }
+
+// cookiePath scopes the session cookie to the console: the browser sends
+// it to nothing else of the app that mounts hookd.
+func (c *Console) cookiePath() string { return c.cfg.Prefix + "/admin" }

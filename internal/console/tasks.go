@@ -18,15 +18,16 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// TasksPrefix is where River UI is mounted.
+// TasksPrefix is where River UI is mounted (under the console's prefix).
 const TasksPrefix = "/admin/tasks"
 
-// NewRiverUI builds River UI on hookd's River client (either engine). Its
-// background services (job-count caches, a few queries a minute) start at
-// its first request and run until ctx ends: a process nobody opens River UI
-// on pays nothing for it.
-func NewRiverUI(ctx context.Context, q store.Queue, log *slog.Logger) (http.Handler, error) {
-	opts := &riverui.HandlerOpts{Logger: log, Prefix: TasksPrefix}
+// NewRiverUI builds River UI on hookd's River client (either engine), for
+// a console mounted under prefix (Config.Prefix). Its background services
+// (job-count caches, a few queries a minute) start at its first request and
+// run until ctx ends: a process nobody opens River UI on pays nothing for
+// it.
+func NewRiverUI(ctx context.Context, q store.Queue, prefix string, log *slog.Logger) (http.Handler, error) {
+	opts := &riverui.HandlerOpts{Logger: log, Prefix: prefix + TasksPrefix}
 	switch c := store.RiverClient(q).(type) {
 	case *river.Client[pgx.Tx]:
 		opts.Endpoints = riverui.NewEndpoints(c, nil)
@@ -74,6 +75,16 @@ func (c *Console) riverUI(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, notFound("River UI is not mounted in this process"))
 		return
 	}
+	// River UI routes and links on the full path: give it back the prefix
+	// the mount stripped.
+	if c.cfg.Prefix != "" {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = c.cfg.Prefix + r.URL.Path
+		if r.URL.RawPath != "" {
+			r2.URL.RawPath = c.cfg.Prefix + r.URL.RawPath
+		}
+		r = r2
+	}
 	c.cfg.Tasks.ServeHTTP(w, r)
 }
 
@@ -86,7 +97,7 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	if s.operator() && c.cfg.Tasks != nil {
-		http.Redirect(w, r, TasksPrefix+"/jobs/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		c.redirect(w, r, TasksPrefix+"/jobs/"+strconv.FormatInt(id, 10))
 		return
 	}
 	t, err := callAs[ops.TaskView](r.Context(), c, s, "tasks.get", &ops.TaskRef{Job: id})

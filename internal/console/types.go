@@ -94,5 +94,5 @@ func (c *Console) putEventType(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	http.Redirect(w, r, "/admin/event_types#type-"+in.Name, http.StatusSeeOther)
+	c.redirect(w, r, "/admin/event_types#type-"+in.Name)
 }

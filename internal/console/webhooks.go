@@ -13,7 +13,7 @@ import (
 )
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, _ *session) {
-	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+	c.redirect(w, r, "/admin/webhooks")
 }
 
 type endpointRow struct {
@@ -252,7 +252,7 @@ func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 		c.refuse(w, r, s, f, err)
 		return
 	}
-	done(w, r, f.ID, "saved", 0)
+	c.done(w, r, f.ID, "saved", 0)
 }
 
 func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, s *session) {
@@ -262,7 +262,7 @@ func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
-	done(w, r, id, map[bool]string{true: "enabled", false: "disabled"}[on], 0)
+	c.done(w, r, id, map[bool]string{true: "enabled", false: "disabled"}[on], 0)
 }
 
 type confirmData struct {
@@ -285,7 +285,7 @@ func (c *Console) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 		c.fail(w, r, s, err)
 		return
 	}
-	http.Redirect(w, r, "/admin/webhooks?deleted="+url.QueryEscape(id), http.StatusSeeOther)
+	c.redirect(w, r, "/admin/webhooks?deleted="+url.QueryEscape(id))
 }
 
 func (c *Console) rotateSecret(w http.ResponseWriter, r *http.Request, s *session) {
@@ -312,7 +312,7 @@ func (c *Console) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 		writeJSON(w, http.StatusAccepted, out)
 		return
 	}
-	done(w, r, id, "test", 0)
+	c.done(w, r, id, "test", 0)
 }
 
 func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, s *session) {
@@ -322,7 +322,7 @@ func (c *Console) redeliver(w http.ResponseWriter, r *http.Request, s *session) 
 		c.fail(w, r, s, err)
 		return
 	}
-	done(w, r, id, "redelivered", out.Redelivered)
+	c.done(w, r, id, "redelivered", out.Redelivered)
 }
 
 func (c *Console) retryNow(w http.ResponseWriter, r *http.Request, s *session) {
@@ -332,7 +332,7 @@ func (c *Console) retryNow(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	done(w, r, id, "retried", out.RetriedNow)
+	c.done(w, r, id, "retried", out.RetriedNow)
 }
 
 func (c *Console) expireOldSecrets(w http.ResponseWriter, r *http.Request, s *session) {
@@ -341,16 +341,16 @@ func (c *Console) expireOldSecrets(w http.ResponseWriter, r *http.Request, s *se
 		c.fail(w, r, s, err)
 		return
 	}
-	done(w, r, id, "expired", 0)
+	c.done(w, r, id, "expired", 0)
 }
 
 // done sends the browser back to the endpoint page, saying what happened.
-func done(w http.ResponseWriter, r *http.Request, id, what string, n int) {
+func (c *Console) done(w http.ResponseWriter, r *http.Request, id, what string, n int) {
 	u := "/admin/webhooks/" + url.PathEscape(id) + "?done=" + what
 	if what == "redelivered" || what == "retried" {
 		u += "&n=" + strconv.Itoa(n)
 	}
-	http.Redirect(w, r, u, http.StatusSeeOther)
+	c.redirect(w, r, u)
 }
 
 func wantsJSON(r *http.Request) bool {
