@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +68,8 @@ var shopBinary = sync.OnceValues(func() (string, error) {
 // receiver: a committed order arrives as a verified order.created, an order
 // refused after its event was published inside the transaction leaves no
 // row and sends nothing, and a partner endpoint scoped to another region
-// gets nothing.
+// gets nothing; the console answers under /webhooks/admin/ and signs in
+// with the shop's key.
 func TestShopExample(t *testing.T) {
 	t.Parallel()
 	bin, err := shopBinary()
@@ -148,6 +151,7 @@ func TestShopExample(t *testing.T) {
 			if n := len(rc.receipts()); n != 1 {
 				t.Fatalf("receiver got %d requests, want 1", n)
 			}
+			shop.console(t, rc.URL+"/plain")
 			shop.stop(t)
 		})
 	}
@@ -244,6 +248,53 @@ func (s *shopProcess) must(want int, method, path string, body, out any) {
 		if err := json.Unmarshal(raw, out); err != nil {
 			s.t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
 		}
+	}
+}
+
+// console checks the console the shop mounts under /webhooks/: /webhooks/
+// leads to its sign-in page at /webhooks/admin/signin, signing in with the
+// shop's admin key gives a session cookie scoped to /webhooks/admin, and
+// the endpoint list it opens shows want.
+func (s *shopProcess) console(t *testing.T, want string) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar, Timeout: wait}
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := browser.Get(s.url + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, page := get("/webhooks/")
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/webhooks/admin/signin" || !strings.Contains(page, `action="/webhooks/admin/signin"`) {
+		t.Fatalf("GET /webhooks/ ended at %s with %d; want the sign-in page under /webhooks/admin/:\n%s", resp.Request.URL.Path, resp.StatusCode, page)
+	}
+	form := url.Values{"key": {s.key}, "next": {"/webhooks/admin/webhooks"}}
+	req, _ := http.NewRequest("POST", s.url+"/webhooks/admin/signin", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.url) // as a browser sends it
+	noFollow := &http.Client{Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signed, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed.Body.Close()
+	cookies := signed.Cookies()
+	if signed.StatusCode != http.StatusSeeOther || signed.Header.Get("Location") != "/webhooks/admin/webhooks" || len(cookies) != 1 || cookies[0].Path != "/webhooks/admin" {
+		t.Fatalf("sign-in answered %d to %q with cookies %v; want 303 to /webhooks/admin/webhooks and a session cookie for /webhooks/admin", signed.StatusCode, signed.Header.Get("Location"), cookies)
+	}
+	u, _ := url.Parse(s.url + "/webhooks/admin/")
+	jar.SetCookies(u, cookies)
+	resp, page = get("/webhooks/admin/webhooks")
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/webhooks/admin/webhooks" || !strings.Contains(page, want) {
+		t.Fatalf("the signed-in endpoint list (%s, %d) does not show %s:\n%s", resp.Request.URL.Path, resp.StatusCode, want, page)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Command shop is a small web shop that tells its integrations about every
 // order with a signed order.created webhook, sent by hookd from inside the
 // shop: on the shop's database, in the shop's transactions, on the shop's
-// River client, with hookd's API under /webhooks/.
+// River client, with hookd's API and console under /webhooks/.
 //
 //	go run . --db shop.db --new-admin-key
 //	curl -X POST localhost:8090/orders -d '{"sku":"mug","quantity":1,"region":"eu","email":"a@example.com"}'
@@ -85,7 +85,7 @@ func run(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) err
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", s.createOrder)
 	mux.HandleFunc("GET /orders", s.listOrders)
-	if err := hooks.Mount(mux, "/webhooks"); err != nil { // hookd's API, MCP, OpenAPI (and console)
+	if err := hooks.Mount(mux, "/webhooks"); err != nil { // hookd's API, MCP, OpenAPI and console
 		return err
 	}
 	if o.newAdminKey {

@@ -82,7 +82,9 @@ func (c *Console) routes() error {
 	}
 	m := c.mux
 	m.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", cacheStatic(http.FileServerFS(static))))
-	toAdmin := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, c.cfg.Prefix+"/admin/", http.StatusFound) }
+	toAdmin := func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, c.cfg.Prefix+"/admin/", http.StatusFound)
+	}
 	m.HandleFunc("GET /{$}", toAdmin)
 	m.HandleFunc("GET /admin", toAdmin)
 	m.HandleFunc("GET /admin/signin", c.signinPage)

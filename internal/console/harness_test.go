@@ -77,7 +77,9 @@ func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 	if prefix != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the app") })
-		mux.HandleFunc("GET /cookies", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "cookies: "+r.Header.Get("Cookie")) })
+		mux.HandleFunc("GET /cookies", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "cookies: "+r.Header.Get("Cookie"))
+		})
 		if err := h.Mount(mux, prefix); err != nil {
 			t.Fatal(err)
 		}
