@@ -1,8 +1,11 @@
 package hookd_test
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
 )
 
 // setupTraced starts hookd with tracing on, its spans going to the
@@ -182,6 +186,115 @@ func TestTraceContextNotSentWithTracingOff(t *testing.T) {
 		b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"trace_context": false}, &got)
 		if got.TraceContext {
 			t.Error("update to false answered trace_context true")
+		}
+	})
+}
+
+// Concurrent single publishes share one transaction (group commit), yet
+// each event keeps its own trace: its publish, fanout and deliver spans
+// are in the trace of the caller that published it, whichever caller's
+// request ran the group, and whichever delivery's job sent it (a lease
+// holder's drain sends the others' too).
+func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b, spans := setupTraced(t, eng)
+		rc := newReceiver(t)
+		// The first attempt is answered only once every event's delivery
+		// exists: its job then holds the endpoint's lease and drains the
+		// others' deliveries.
+		unblock := make(chan struct{})
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-unblock
+			}
+			return http.StatusNoContent, nil
+		})
+		b.registerType("t.grouped")
+		ep := b.endpoint(rc.URL, "t.*")
+		// The first group waits, before its transaction, until the others
+		// have queued: they then go together in the second group.
+		const others = 3
+		first, release, queued := make(chan struct{}), make(chan struct{}), make(chan int, 100)
+		var sizes []int
+		b.h.Engine.SetHooks(&delivery.Hooks{
+			PublishQueued: func(n int) { queued <- n },
+			BeforePublishGroup: func(size int) {
+				sizes = append(sizes, size) // groups run one at a time
+				if len(sizes) == 1 {
+					close(first)
+					<-release
+				}
+			},
+		})
+		traceOf := func(i int) string { return fmt.Sprintf("%032x", 0xabc000+i) }
+		ids := make([]string, 1+others)
+		var wg sync.WaitGroup
+		publish := func(i int) {
+			defer wg.Done()
+			ids[i] = b.publish("t.grouped", `{}`, "Traceparent", "00-"+traceOf(i)+"-00f067aa0ba902b7-01")
+		}
+		wg.Add(1)
+		go publish(0)
+		<-first
+		wg.Add(others)
+		for i := 1; i <= others; i++ {
+			go publish(i)
+		}
+		for n := 0; n < others; n = <-queued {
+		}
+		close(release)
+		wg.Wait()
+		if len(sizes) != 2 || sizes[1] != others {
+			t.Fatalf("group sizes %v, want [1 %d]: the others did not share a transaction", sizes, others)
+		}
+		if !eventually(wait, func() bool { return len(b.deliveries(ep.ID)) == 1+others }) {
+			t.Fatalf("%d deliveries, want %d", len(b.deliveries(ep.ID)), 1+others)
+		}
+		close(unblock)
+		rc.waitFor(t, 1+others, wait)
+		// Every event: one publish, one fanout and one deliver span, all in
+		// its caller's trace.
+		want := map[string]string{} // event id → caller's trace id
+		for i, id := range ids {
+			want[id] = traceOf(i)
+		}
+		type key struct{ name, event string }
+		var got map[key][]string
+		drained := 0
+		ok := eventually(5*time.Second, func() bool {
+			got, drained = map[key][]string{}, 0
+			for _, s := range spans.GetSpans().Snapshots() {
+				for _, a := range s.Attributes() {
+					if a.Key == "hookd.event" && strings.HasPrefix(s.Name(), "hookd.") {
+						k := key{s.Name(), a.Value.AsString()}
+						got[k] = append(got[k], s.SpanContext().TraceID().String())
+					}
+					if a.Key == "hookd.drained" {
+						drained++
+					}
+				}
+			}
+			for id := range want {
+				for _, name := range []string{"hookd.publish", "hookd.fanout", "hookd.deliver"} {
+					if len(got[key{name, id}]) == 0 {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		if !ok {
+			t.Fatalf("not every event has its publish, fanout and deliver spans: %v", got)
+		}
+		if drained == 0 {
+			t.Error("no delivery was drained by the lease holder: the drain's spans went untested")
+		}
+		for k, traces := range got {
+			for _, tr := range traces {
+				if tr != want[k.event] {
+					t.Errorf("%s span of %s in trace %s, want its caller's %s", k.name, k.event, tr, want[k.event])
+				}
+			}
 		}
 	})
 }

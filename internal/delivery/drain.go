@@ -99,6 +99,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		before := sent
 		var unsent []string
 		stopped, bound := false, false
+		traces := s.drainTraces(ctx, q, batch)
 		for _, a := range batch {
 			d := a.Delivery
 			p, err := s.cfg.Profiles.Get(a.Owner.Profile)
@@ -108,7 +109,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 				unsent = append(unsent, d.ID)            // left to the delivery's own job
 				continue
 			}
-			dctx, span := s.startSpan(ctx, "hookd.deliver", nil, attribute.String("hookd.endpoint", d.EndpointID),
+			dctx, span := s.startSpan(ctx, "hookd.deliver", traces[d.JobID], attribute.String("hookd.endpoint", d.EndpointID),
 				attribute.String("hookd.event", d.EventID), attribute.String("hookd.delivery", d.ID), attribute.Bool("hookd.drained", true))
 			out, took, err := s.attempt(dctx, a.Endpoint, d, a.Event, a.Owner, p, s.now())
 			span.SetAttributes(attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))

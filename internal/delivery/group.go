@@ -10,6 +10,7 @@ import (
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/tracing"
 )
 
 // Group commit of single-event publishes. Each publish is one transaction,
@@ -44,9 +45,13 @@ const groupTimeout = 30 * time.Second
 
 // publishCall is one caller's publish and, once its group ran, its answer.
 type publishCall struct {
-	ev  *event.Event
-	out Published
-	err error
+	ev *event.Event
+	// trace is the caller's hookd.publish span (tracing on): the group's
+	// transaction runs in one caller's context, so each event's fanout
+	// job carries its own caller's trace explicitly.
+	trace map[string]string
+	out   Published
+	err   error
 }
 
 var errNotRun = errors.New("publish: its group commit did not run")
@@ -73,16 +78,23 @@ type publishGroup struct{ s *Service }
 // shared, so use Publish when the event must commit with the caller's own
 // writes.
 func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published, err error) {
-	// With tracing on, the group's one insert carries the context of the
-	// call that runs the group: a single publish (or the first of a
-	// group) continues its caller's trace.
+	// With tracing on, the group's one insert runs in the context of the
+	// call that leads the group; each event's fanout job carries its own
+	// caller's span (publishCall.trace), so each event continues its
+	// caller's trace.
 	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", 1))
 	defer func() { endSpan(span, err) }()
 	if err := s.prepare([]*event.Event{ev}, byProducer); err != nil {
 		return Published{}, err
 	}
 	c := &publishCall{ev: ev, err: errNotRun}
+	if s.cfg.Tracer != nil {
+		c.trace = tracing.Carrier(ctx)
+	}
 	s.group.Do(ctx, c)
+	if c.err == nil && s.cfg.Tracer != nil {
+		span.SetAttributes(attribute.String("hookd.event", c.out.ID), attribute.String("hookd.event_type", ev.Type))
+	}
 	return c.out, c.err
 }
 
@@ -90,6 +102,9 @@ func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published,
 func (g *publishGroup) run(ctx context.Context, calls []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 	defer cancel()
+	if h := g.s.hook().BeforePublishGroup; h != nil {
+		h(len(calls))
+	}
 	g.commit(ctx, calls)
 }
 
@@ -145,6 +160,7 @@ func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publi
 		return nil, nil, err
 	}
 	evs, admittedRules := evs[:0], rules[:0]
+	var traces []map[string]string // tracing on: each event's caller's
 	for i, c := range calls {
 		if refused[i] != nil {
 			c.err = refused[i]
@@ -152,11 +168,17 @@ func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publi
 		}
 		admitted = append(admitted, c)
 		evs, admittedRules = append(evs, c.ev), append(admittedRules, rules[i])
+		if c.trace != nil {
+			traces = append(traces, c.trace)
+		}
 	}
 	if len(evs) == 0 {
 		return nil, nil, nil
 	}
-	out, err = s.insert(ctx, q, evs, admittedRules)
+	if len(traces) != len(evs) {
+		traces = nil
+	}
+	out, err = s.insert(ctx, q, evs, admittedRules, traces)
 	return admitted, out, err
 }
 

@@ -77,7 +77,7 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 			return nil, err
 		}
 	}
-	return s.insert(ctx, q, evs, rules)
+	return s.insert(ctx, q, evs, rules, nil)
 }
 
 // prepare validates evs and fills in what publishing decides: the compact
@@ -180,20 +180,23 @@ func (s *Service) KeepSchema(hash string, sch *event.Schema) {
 }
 
 // insert writes prepared, admitted events and their fanout jobs in q's
-// transaction; rules[i] is event i's type rule, from admit.
-func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, rules []store.Rule) ([]Published, error) {
+// transaction; rules[i] is event i's type rule, from admit. traces, when
+// not nil, is each event's trace context, carried by its fanout job (a
+// group commit's events come from different callers); nil: every job
+// carries ctx's, the trace of the one publish.
+func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, rules []store.Rule, traces []map[string]string) ([]Published, error) {
 	out := make([]Published, 0, len(evs))
 	// Fanout jobs first, so each event row is written once, with its job
 	// (another fanout of the same owner may fan the event out first and
 	// delete that job). A job made for an event that turns out to repeat an
 	// idempotency key is deleted again below.
 	var jobs []river.InsertManyParams
-	var withJob []*event.Event
+	var withJob []int // of evs
 	exposure := make([]event.Exposure, len(evs))
-	for i, ev := range evs {
+	for i := range evs {
 		exposure[i] = rules[i].Exposure
 		if exposure[i] == event.Webhook {
-			withJob = append(withJob, ev)
+			withJob = append(withJob, i)
 		}
 	}
 	// An owner without an enabled endpoint has nothing to fan out to: its
@@ -202,27 +205,31 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, ru
 	// fetch, a fanout transaction and a completion each).
 	if len(withJob) > 0 {
 		owners := make([]string, 0, 1)
-		for _, ev := range withJob {
-			if !slices.Contains(owners, ev.OwnerID) {
-				owners = append(owners, ev.OwnerID)
+		for _, i := range withJob {
+			if !slices.Contains(owners, evs[i].OwnerID) {
+				owners = append(owners, evs[i].OwnerID)
 			}
 		}
 		subscribed, err := q.OwnersWithEndpoints(ctx, owners)
 		if err != nil {
 			return nil, err
 		}
-		withJob = slices.DeleteFunc(withJob, func(ev *event.Event) bool { return !subscribed[ev.OwnerID] })
+		withJob = slices.DeleteFunc(withJob, func(i int) bool { return !subscribed[evs[i].OwnerID] })
 	}
-	for _, ev := range withJob {
-		jobs = append(jobs, river.InsertManyParams{Args: FanoutArgs{EventID: ev.ID}})
+	for _, i := range withJob {
+		p := river.InsertManyParams{Args: FanoutArgs{EventID: evs[i].ID}}
+		if traces != nil {
+			p.InsertOpts = &river.InsertOpts{Metadata: traceMetadata(traces[i])}
+		}
+		jobs = append(jobs, p)
 	}
 	if len(jobs) > 0 {
 		res, err := q.InsertJobs(ctx, jobs)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue fanout: %w", err)
 		}
-		for i, r := range res {
-			withJob[i].FanoutJob = r.Job.ID
+		for j, r := range res {
+			evs[withJob[j]].FanoutJob = r.Job.ID
 		}
 	}
 	res, err := q.InsertEvents(ctx, evs)

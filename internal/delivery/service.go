@@ -122,6 +122,10 @@ type Hooks struct {
 	// writes, with the group's size; an error fails that transaction as a
 	// database error would.
 	PublishGroup func(size int) error
+	// BeforePublishGroup runs when a group commit is about to open its
+	// transaction, with the group's size (on SQLite, holding it there
+	// holds no connection).
+	BeforePublishGroup func(size int)
 }
 
 // SetHooks installs h (nil: none). For tests.

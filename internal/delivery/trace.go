@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/tracing"
 )
 
@@ -54,6 +55,13 @@ func (s *Service) eventTrace(ctx context.Context, base jobMeta, plain []byte) []
 	return b
 }
 
+// traceMetadata is a fanout job's metadata carrying its event's trace
+// context c, which the fanout continues (see tracing.FromMetadata).
+func traceMetadata(c map[string]string) []byte {
+	b, _ := json.Marshal(map[string]map[string]string{tracing.MetaKey(): c})
+	return b
+}
+
 // fanoutTraces returns, for the i-th event of a fanout (0: the job's own,
 // then others), the metadata of its deliver jobs. With tracing on, each
 // event taken along gets a hookd.fanout span of its own, continuing the
@@ -87,6 +95,29 @@ func (s *Service) fanoutTraces(ctx context.Context, q interface {
 			sp.End()
 		}
 	}, nil
+}
+
+// drainTraces returns, with tracing on, the metadata of the jobs of a
+// drain's batch by job id: each drained delivery's span continues its own
+// event's trace (linked to the holder's attempt), not the holder's. Nil
+// with tracing off; on a read error the drained spans fall back to the
+// holder's trace.
+func (s *Service) drainTraces(ctx context.Context, q *store.Q, batch []*store.Attemptable) map[int64][]byte {
+	if s.cfg.Tracer == nil || len(batch) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(batch))
+	for _, a := range batch {
+		if a.Delivery.JobID != 0 {
+			ids = append(ids, a.Delivery.JobID)
+		}
+	}
+	m, err := q.JobMetadata(ctx, ids)
+	if err != nil {
+		s.log.Debug("drained deliveries' trace context unread; their spans join the holder's trace", "error", err)
+		return nil
+	}
+	return m
 }
 
 // realError is err unless it is one of River's control errors (snooze,

@@ -144,14 +144,19 @@ func (db *DB) UseRiver(client any) (Queue, error) {
 	return q, nil
 }
 
-// JobMetadata returns the metadata of River jobs by id (those that exist):
-// a fanout reads the trace context of the events it takes along.
+// JobMetadata returns the metadata of River jobs by id (those that exist),
+// as JSON on both engines: a fanout reads the trace context of the events it
+// takes along, a drain that of the deliveries it sends.
 func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, error) {
 	out := make(map[int64][]byte, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rs, err := q.q.query(ctx, `SELECT id, metadata FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
+	col := `metadata`
+	if q.db.Engine != Postgres {
+		col = `json(metadata)` // River's SQLite schema stores it as JSONB: read it back as JSON text
+	}
+	rs, err := q.q.query(ctx, `SELECT id, `+col+` FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("job metadata: %w", err)
 	}
