@@ -11,9 +11,17 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# -buildvcs=auto stamps the VCS revision when .git is in the build context
-# (hookd version and /healthz report it).
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=auto -ldflags="-s -w" -o /out/hookd ./cmd/hookd \
+# hookd version and /healthz report the VCS revision. With a git checkout in
+# the build context (.git is not ignored) Go stamps it (-buildvcs=true:
+# revision, commit time, modified). Without one (a tarball, a git worktree
+# whose .git points outside the context) pass it:
+#   docker build --build-arg HOOKD_REVISION=$(git rev-parse HEAD) .
+# and with neither the binary says "revision unknown (built without VCS info)".
+ARG HOOKD_REVISION=""
+RUN vcs=false; if git rev-parse HEAD >/dev/null 2>&1; then vcs=true; fi; \
+    CGO_ENABLED=0 go build -trimpath -buildvcs=$vcs \
+      -ldflags="-s -w -X github.com/hookd/hookd/internal/version.stampedRevision=${HOOKD_REVISION}" \
+      -o /out/hookd ./cmd/hookd \
  && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

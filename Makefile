@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-ts ts-build mcp-client build run vet fmt bench bench-compare fuzz docs deps-doc
+.PHONY: help test test-go test-ts ts-build mcp-client build vcs-ldflags run vet fmt bench bench-compare fuzz docs deps-doc
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -25,8 +25,21 @@ vet: ## go vet and gofmt check
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-build: ## build bin/hookd
-	$(GO) build -o bin/hookd ./cmd/hookd
+# The git revision, its commit time and whether the tree has changes, for
+# hookd version and /healthz (internal/version). Stamped with -X because Go's
+# own -buildvcs stamping skips git worktrees and GOFLAGS=-buildvcs=false;
+# outside a checkout the binary says the revision is unknown.
+VERSION_PKG := github.com/hookd/hookd/internal/version
+GIT_REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+VCS_LDFLAGS := $(if $(GIT_REVISION),-X $(VERSION_PKG).stampedRevision=$(GIT_REVISION) \
+	-X $(VERSION_PKG).stampedTime=$(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ) \
+	-X $(VERSION_PKG).stampedModified=$(if $(shell git status --porcelain),true,false))
+
+build: ## build bin/hookd, stamped with the git revision when built from a checkout
+	$(GO) build -buildvcs=auto -ldflags '$(VCS_LDFLAGS)' -o bin/hookd ./cmd/hookd
+
+vcs-ldflags: ## print the -ldflags that stamp the git revision (what build uses)
+	@echo '$(VCS_LDFLAGS)'
 
 run: ## run hookd on hookd.db
 	$(GO) run ./cmd/hookd serve

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,13 +19,41 @@ import (
 // image relies on: a CGO_ENABLED=0 build is static (no interpreter, no
 // shared libraries), and `hookd serve` starts from an empty directory with
 // nothing but HOOKD_DATABASE and HOOKD_MASTER_KEY, answers /healthz (with
-// its version) and /readyz, and stops cleanly on SIGTERM.
+// its version and revision) and /readyz, and stops cleanly on SIGTERM.
+// Stamped as `make build` stamps it (the Makefile's VCS_LDFLAGS, from git;
+// Go's own -buildvcs skips git worktrees such as this one may be),
+// `hookd version` and /healthz name git's HEAD, its commit time and
+// whether the tree was modified; without git, they say the revision is
+// unknown.
 func TestStaticBinaryServesFromAnEmptyDirectory(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hookd")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	head, modified := gitHead(t)
+	var ldflags string
+	if head != "" {
+		out, err := exec.Command("make", "-s", "-C", "../..", "vcs-ldflags").Output()
+		if err != nil {
+			t.Fatalf("make vcs-ldflags: %v", err)
+		}
+		ldflags = strings.TrimSpace(string(out))
+	}
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=auto", "-ldflags", ldflags, "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+		t.Fatalf("CGO_ENABLED=0 go build -ldflags %q: %v\n%s", ldflags, err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("hookd version: %v", err)
+	}
+	switch {
+	case head == "":
+		if !strings.Contains(string(out), "revision unknown (built without VCS info)") {
+			t.Errorf("hookd version built without VCS info printed %q, want it to say the revision is unknown", out)
+		}
+	case !strings.Contains(string(out), "revision "+head):
+		t.Errorf("hookd version printed %q, want revision %s (git rev-parse HEAD)", out, head)
+	case strings.Contains(string(out), "modified") != modified:
+		t.Errorf("hookd version printed %q; the tree is modified: %v", out, modified)
 	}
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -77,6 +106,19 @@ func TestStaticBinaryServesFromAnEmptyDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var health struct {
+			Revision string `json:"revision"`
+			Modified *bool  `json:"modified"`
+			Time     string `json:"vcs_time"`
+		}
+		if path == "/healthz" {
+			if err := json.NewDecoder(resp.Body).Decode(&health); err != nil {
+				t.Errorf("/healthz: %v", err)
+			}
+			if head != "" && (health.Revision != head || health.Modified == nil || *health.Modified != modified || health.Time == "") {
+				t.Errorf("/healthz revision %q modified %v time %q, want %s, %v and the commit time", health.Revision, health.Modified, health.Time, head, modified)
+			}
+		}
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
@@ -100,6 +142,27 @@ func TestStaticBinaryServesFromAnEmptyDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "hookd.db")); err != nil {
 		t.Errorf("no hookd.db in the working directory: %v", err)
 	}
+}
+
+// gitHead returns this checkout's HEAD and whether its tree has changes
+// (what Go stamps as vcs.modified: git status --porcelain, untracked files
+// too), or "" where git or the checkout is missing.
+func gitHead(t *testing.T) (string, bool) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Log("no git: the build carries no VCS info")
+		return "", false
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Logf("git rev-parse HEAD: %v: not a checkout", err)
+		return "", false
+	}
+	status, err := exec.Command("git", "status", "--porcelain").Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	return strings.TrimSpace(string(head)), len(strings.TrimSpace(string(status))) > 0
 }
 
 // TestDockerBuild builds the image where a Docker daemon answers (this

@@ -12,11 +12,19 @@ import (
 )
 
 // Health answers GET /healthz: the process is alive (it asks nothing of the
-// database; /readyz does), with the build's version.
+// database; /readyz does), with the build's version and VCS revision
+// (commit time and modified flag when known; else revision says unknown).
 func Health(engine store.Engine) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := version.Get()
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": v.Version, "revision": v.Revision, "engine": engine})
+		out := map[string]any{"ok": true, "version": v.Version, "revision": v.RevisionText(), "engine": engine}
+		if v.Revision != "" {
+			out["modified"] = v.Modified
+			if v.Time != "" {
+				out["vcs_time"] = v.Time
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 
