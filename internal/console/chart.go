@@ -10,9 +10,12 @@ import (
 
 // chart draws the last 24 h of an endpoint's deliveries as stacked bars by
 // outcome: server-rendered SVG, no script, no chart library. Every value
-// written is a number or a fixed word, so nothing needs escaping.
+// written is a number or a fixed word, so nothing needs escaping. The SVG
+// stretches to the page's width, so the hour labels are HTML below it (six
+// hours apart, a quarter of the width each), not SVG text that would
+// stretch with it.
 func chart(hours []*ops.HourOutcomes) template.HTML {
-	const w, h, pad, bottom = 720, 160, 4, 20
+	const w, h, pad, bottom = 720, 140, 4, 1
 	most := 1
 	for _, x := range hours {
 		most = max(most, x.Delivered+x.Failed+x.Pending)
@@ -39,10 +42,13 @@ func chart(hours []*ops.HourOutcomes) template.HTML {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="bar-%s"><title>%s %s: %d %s</title></rect>`,
 				left, y, bar, ph, part.class, x.Start.UTC().Format("15:04"), "UTC", part.n, part.class)
 		}
+	}
+	b.WriteString(`</svg><div class="chart-ticks" aria-hidden="true">`)
+	for i, x := range hours {
 		if i%6 == 0 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick">%s</text>`, left, h-4, x.Start.UTC().Format("15:04"))
+			fmt.Fprintf(&b, `<span>%s</span>`, x.Start.UTC().Format("15:04"))
 		}
 	}
-	b.WriteString(`</svg>`)
+	b.WriteString(`</div>`)
 	return template.HTML(b.String()) //nolint:gosec // numbers and fixed words only
 }
