@@ -277,18 +277,11 @@ func (b *bundle) deliveries(epID string) []deliveryOut {
 	return out.Data
 }
 
-// eventually polls cond every 20 ms until it holds (true) or d has passed
+// eventually checks cond every 20 ms until it holds (true) or d has passed
 // (false). For state hookd keeps in its database, which changes without a
 // signal a test could wait on.
 func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
+	return hookdtest.WaitFor(d, nil, cond)
 }
 
 // waitDelivery polls an endpoint's delivery of eventID until cond holds

@@ -63,6 +63,7 @@ func counter(fams map[string]*dto.MetricFamily, name string, labels map[string]s
 }
 
 func TestMetricsCountWhatHappened(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b := setup(t, eng)
 		// hookd's clock an hour ahead of River's: the retry's next attempt

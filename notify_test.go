@@ -77,6 +77,7 @@ type notification struct {
 // failing one (subscribed to "*") or an unsubscribed one; and the logs
 // say what happened without a secret, a key or a body.
 func TestFailureNotificationsAndLogs(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		logs := &logBuffer{}
 		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {

@@ -27,6 +27,7 @@ func setupTraced(t *testing.T, eng dbtest.Engine) (*bundle, *tracetest.InMemoryE
 }
 
 func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b, spans := setupTraced(t, eng)
 		one, two := newReceiver(t), newReceiver(t)
@@ -96,6 +97,7 @@ func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
 // tracestate, and that span as the parent. The one beside it, which did
 // not, gets none.
 func TestTraceContextOnlyForOptedInEndpoints(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b, spans := setupTraced(t, eng)
 		in, out := newReceiver(t), newReceiver(t)
@@ -151,6 +153,7 @@ func TestTraceContextOnlyForOptedInEndpoints(t *testing.T) {
 // gets no trace context (neither hookd's nor the publisher's), and says
 // it opted in.
 func TestTraceContextNotSentWithTracingOff(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b := setup(t, eng)
 		rc := newReceiver(t)

@@ -26,6 +26,7 @@ import (
 // whether the tree was modified; without git, they say the revision is
 // unknown.
 func TestStaticBinaryServesFromAnEmptyDirectory(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "hookd")
 	head, modified := gitHead(t)
 	var ldflags string

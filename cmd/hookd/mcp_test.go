@@ -78,6 +78,7 @@ func TestMCPStdio(t *testing.T) {
 
 // TestMCPStdioBadKey: a key hookd does not know is refused at start.
 func TestMCPStdioBadKey(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "hookd.db")
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"mcp", "--db", db, "--key", "hkd_nope"}, strings.NewReader(""), io.Discard, &stderr)

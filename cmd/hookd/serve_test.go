@@ -55,6 +55,7 @@ type proc struct {
 	done chan struct{} // closed when the process has exited
 	err  error         // its exit error, once done is closed
 	logs *bytes.Buffer
+	errw *syncWriter // writes logs; signals each write
 }
 
 func startServe(t *testing.T, dir string, extra ...string) *proc {
@@ -63,11 +64,12 @@ func startServe(t *testing.T, dir string, extra ...string) *proc {
 	cmd := exec.Command(serveBinary(t), args...)
 	stdout, _ := cmd.StdoutPipe()
 	logs := &bytes.Buffer{}
-	cmd.Stderr = &syncWriter{w: logs}
+	errw := &syncWriter{w: logs, wrote: make(chan struct{}, 1)}
+	cmd.Stderr = errw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), logs: logs}
+	p := &proc{cmd: cmd, done: make(chan struct{}), logs: logs, errw: errw}
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -96,14 +98,43 @@ func startServe(t *testing.T, dir string, extra ...string) *proc {
 }
 
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	wrote chan struct{} // if not nil, signalled after each write
 }
 
 func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
+	n, err := s.w.Write(b)
+	s.mu.Unlock()
+	if s.wrote != nil {
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+// waitLog waits until hookd has logged text, failing after d or if it exits.
+func (p *proc) waitLog(t *testing.T, text string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		p.errw.mu.Lock()
+		logged := strings.Contains(p.logs.String(), text)
+		p.errw.mu.Unlock()
+		if logged {
+			return
+		}
+		select {
+		case <-p.errw.wrote:
+		case <-p.done:
+			t.Fatalf("hookd exited before logging %q: %v", text, p.err)
+		case <-deadline:
+			t.Fatalf("hookd did not log %q within %s", text, d)
+		}
+	}
 }
 
 func createKey(t *testing.T, dir string) string {
@@ -191,7 +222,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the signal land while the POST is in flight
+	// The signal has landed, and the POST is still in flight, once hookd
+	// says it is shutting down.
+	p.waitLog(t, "shutting down", 15*time.Second)
 	close(rc.release)
 	select {
 	case <-p.done:

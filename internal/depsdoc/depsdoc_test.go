@@ -13,6 +13,7 @@ import (
 // `make deps-doc`), or when a dependency's licence is not one an
 // Apache-2.0 project may depend on.
 func TestDependenciesDoc(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..")
 	ms, err := modules(root)
 	if err != nil {
@@ -45,6 +46,7 @@ func TestDependenciesDoc(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]string{
 		"Apache License\n Version 2.0, January 2004":                                                     "Apache-2.0",
 		"MIT License\n\nPermission is hereby granted, free of charge, to any person":                     "MIT",

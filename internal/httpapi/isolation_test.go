@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -38,6 +40,7 @@ type world struct {
 	api      *httptest.Server
 	receiver *httptest.Server
 	received chan struct{}
+	logs     *hookdtest.Logs
 	operator string
 	keys     map[string]string // "alice/admin" → key secret
 	sessions map[string]*mcp.ClientSession
@@ -52,12 +55,14 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	t.Helper()
 	dbc := eng.Config(t)
 	ctx := context.Background()
+	logs := hookdtest.NewLogs()
 	h, err := hookd.Open(ctx, hookd.Config{
 		Database: dbc.URL, Schema: dbc.Schema,
 		MasterKey:         bytes.Repeat([]byte{1}, 32),
 		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Work:              true,
 		FetchPollInterval: 50 * time.Millisecond,
+		Log:               slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -65,7 +70,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, h: hookdtest.Wrap(h), keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: parts.Of(h).Ops.Ops(), received: make(chan struct{}, 100)}
+	w := &world{t: t, h: hookdtest.Wrap(h), keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: parts.Of(h).Ops.Ops(), received: make(chan struct{}, 100), logs: logs}
 	w.api = httptest.NewServer(h.Handler())
 	w.receiver = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -139,19 +144,17 @@ func (w *world) waitDelivered(ownerID, endpointID string) {
 	case <-time.After(waitLimit):
 		w.t.Fatal("the receiver got nothing")
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		ds, err := w.h.DB.Q().ListDeliveries(context.Background(), ownerID, endpointID, 10, "")
+	// The delivery record settles right after, and hookd logs the attempt.
+	var ds []*endpoint.Delivery
+	if !hookdtest.WaitFor(waitLimit, w.logs.Wrote(), func() bool {
+		var err error
+		ds, err = w.h.DB.Q().ListDeliveries(context.Background(), ownerID, endpointID, 10, "")
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if len(ds) == 1 && ds[0].State == "delivered" {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("deliveries %+v: want one delivered", ds)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(ds) == 1 && ds[0].State == "delivered"
+	}) {
+		w.t.Fatalf("deliveries %+v: want one delivered", ds)
 	}
 }
 
@@ -399,6 +402,7 @@ func (w *world) bobSnapshot() string {
 // at all), naming bob as the owner is answered 404, no answer mentions
 // anything of bob's, and afterwards bob's data is byte for byte unchanged.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			w := newWorld(t, eng)

@@ -18,6 +18,7 @@ import (
 // key naming an owner and real ids: each answers its documented success
 // status or a documented error — never a missing route, 405 or a 5xx.
 func TestOpenAPIRoutes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, dbtest.Engines()[0])
 	resp, err := http.Get(w.api.URL + "/openapi.json")
 	if err != nil {

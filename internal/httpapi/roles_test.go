@@ -13,6 +13,7 @@ import (
 // TestRoles: a publisher only publishes; an admin manages its own owner
 // only and cannot mint operator keys; over REST and MCP alike.
 func TestRoles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, dbtest.Engines()[0])
 	pub, admin := w.keys["alice/publisher"], w.keys["alice/admin"]
 	for _, c := range callers {
@@ -72,6 +73,7 @@ func roleOf(w *world, key string) string {
 // refused on both transports; an operator manages operator keys and any
 // owner's.
 func TestKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			w := newWorld(t, eng)
@@ -136,6 +138,7 @@ func TestKeyLifecycle(t *testing.T) {
 // TestOwners: operators create, read, change and delete owners; deleting
 // one deletes its keys, endpoints, events and deliveries.
 func TestOwners(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			w := newWorld(t, eng)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -27,6 +28,7 @@ var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json")
 // TestToolsGolden fails when a tool's name, description or schemas change
 // and the checked-in listing does not (go test ./internal/mcpserver -update).
 func TestToolsGolden(t *testing.T) {
+	t.Parallel()
 	var tools []*mcp.Tool
 	for _, op := range (&ops.Service{}).Ops() {
 		tool, err := mcpserver.Tool(op)
@@ -59,6 +61,7 @@ func TestToolsGolden(t *testing.T) {
 // both engines: the tool list is the declared ops, and an endpoint can be
 // created, sent a test and its delivery read back.
 func TestClient(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			b := setup(t, eng)
@@ -137,23 +140,21 @@ func testCreateSendDeliveries(t *testing.T, b *bundle, cs *mcp.ClientSession) {
 	case <-time.After(waitLimit):
 		t.Fatal("the receiver got no test event")
 	}
-	// The receiver answered; the delivery record settles right after.
-	deadline := time.Now().Add(waitLimit)
-	for {
-		var list struct {
-			Data []struct {
-				EventID string `json:"event_id"`
-				State   string `json:"state"`
-			} `json:"data"`
-		}
+	// The receiver answered; the delivery record settles right after, and
+	// hookd logs the attempt.
+	type deliveries struct {
+		Data []struct {
+			EventID string `json:"event_id"`
+			State   string `json:"state"`
+		} `json:"data"`
+	}
+	var list deliveries
+	if !hookdtest.WaitFor(waitLimit, b.logs.Wrote(), func() bool {
+		list = deliveries{}
 		mustCall(t, cs, "webhooks.deliveries", map[string]any{"id": ep.ID}, &list)
-		if len(list.Data) == 1 && list.Data[0].EventID == sent.EventID && list.Data[0].State == "delivered" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries = %+v, want the test event delivered", list.Data)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(list.Data) == 1 && list.Data[0].EventID == sent.EventID && list.Data[0].State == "delivered"
+	}) {
+		t.Fatalf("deliveries = %+v, want the test event delivered", list.Data)
 	}
 }
 
@@ -188,6 +189,7 @@ func testErrors(t *testing.T, cs *mcp.ClientSession) {
 // TestOperatorNamesOwner: an operator's tools act on the owner the owner
 // argument names; without it, owner-scoped tools say how to name one.
 func TestOperatorNamesOwner(t *testing.T) {
+	t.Parallel()
 	b := setup(t, dbtest.Engines()[0])
 	b.key("acme", owner.Admin) // creates owner acme
 	for _, tr := range transports {
@@ -222,6 +224,7 @@ func TestOperatorNamesOwner(t *testing.T) {
 // TestHTTPNeedsKey: /mcp refuses requests without a valid key as REST does,
 // and a revoked key's next request fails.
 func TestHTTPNeedsKey(t *testing.T) {
+	t.Parallel()
 	b := setup(t, dbtest.Engines()[0])
 	if _, err := dialHTTP(b.api.URL+"/mcp", "hkd_not-a-key"); err == nil {
 		t.Error("connected with an unknown key")
@@ -254,6 +257,7 @@ func TestHTTPNeedsKey(t *testing.T) {
 // TestStdioRevokedKey: over a session transport the key is checked on
 // every call, so a key revoked mid-session stops at once.
 func TestStdioRevokedKey(t *testing.T) {
+	t.Parallel()
 	b := setup(t, dbtest.Engines()[0])
 	k, err := b.h.Ops.CreateKey(context.Background(), "acme", owner.Admin)
 	if err != nil {
@@ -272,6 +276,7 @@ func TestStdioRevokedKey(t *testing.T) {
 // TestBehindProxy: a reverse proxy on the same machine reaches /mcp over
 // loopback with the public Host; the key, not the Host, decides.
 func TestBehindProxy(t *testing.T) {
+	t.Parallel()
 	b := setup(t, dbtest.Engines()[0])
 	req, _ := http.NewRequest(http.MethodPost, b.api.URL+"/mcp", strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"proxy","version":"1"}}}`))

@@ -18,6 +18,7 @@ import (
 // list, a get, the deliveries, the MCP tool listing, or the logs (captured
 // at debug level, over a full create → test → deliver → rotate cycle).
 func TestSecretsShownOnce(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			b := setup(t, eng)

@@ -36,7 +36,7 @@ type bundle struct {
 	tools    *mcpserver.Server
 	received chan []byte // every POST the receiver gets
 	receiver *httptest.Server
-	logs     *syncBuffer
+	logs     *hookdtest.Logs
 }
 
 // setup starts hookd (workers on) on eng, logging at debug level into
@@ -44,7 +44,7 @@ type bundle struct {
 func setup(t *testing.T, eng dbtest.Engine) *bundle {
 	t.Helper()
 	dbc := eng.Config(t)
-	logs := &syncBuffer{}
+	logs := hookdtest.NewLogs()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()
 	h, err := hookd.Open(ctx, hookd.Config{
@@ -249,22 +249,4 @@ func jsonEqual(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

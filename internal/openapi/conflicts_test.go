@@ -9,6 +9,7 @@ import (
 // TestConflictsNameOps: the 409 table names declared ops only, so renaming
 // an op cannot silently drop its documented 409.
 func TestConflictsNameOps(t *testing.T) {
+	t.Parallel()
 	s := &ops.Service{}
 	for name := range conflicts {
 		if s.Op(name) == nil {

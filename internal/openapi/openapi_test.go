@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/openapi.golden.json fr
 // document does not: the API changed, and the change must be reviewed.
 // go test ./internal/openapi -update rewrites it.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	got, err := openapi.JSON((&ops.Service{}).Ops(), openapi.DefaultInfo)
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // operation, under its path and method, with every path parameter declared,
 // its success status, bearer auth, and the errors every op can answer.
 func TestEveryOp(t *testing.T) {
+	t.Parallel()
 	list := (&ops.Service{}).Ops()
 	b, err := openapi.JSON(list, openapi.DefaultInfo)
 	if err != nil {
@@ -133,6 +135,7 @@ func TestEveryOp(t *testing.T) {
 // TestBodyLeavesOutParameters: fields bound from the path, query or headers
 // are parameters, not body properties.
 func TestBodyLeavesOutParameters(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi.Build((&ops.Service{}).Ops(), openapi.DefaultInfo)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +172,7 @@ func TestBodyLeavesOutParameters(t *testing.T) {
 // step with the op declarations (go test ./internal/openapi -run TestAPIDoc
 // -update, or make docs, rewrites it).
 func TestAPIDoc(t *testing.T) {
+	t.Parallel()
 	list := (&ops.Service{}).Ops()
 	got, err := openapi.Markdown(list)
 	if err != nil {

@@ -129,6 +129,7 @@ func render(t *testing.T, c goldenCase) (http.Header, []byte, []byte) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
 			_, body, got := render(t, c)
@@ -163,6 +164,7 @@ func TestGolden(t *testing.T) {
 // TestKworkEnvelopeIsTheSeedExample checks the kwork body against seed 002's
 // example independently of the golden file (which -update could rewrite).
 func TestKworkEnvelopeIsTheSeedExample(t *testing.T) {
+	t.Parallel()
 	c := goldenCases()[0]
 	_, body, _ := render(t, c)
 	var want bytes.Buffer
@@ -191,6 +193,7 @@ func TestKworkEnvelopeIsTheSeedExample(t *testing.T) {
 // the secret string over "t.body">; Event is the type; Delivery is the
 // delivery id (not the event id). Each attempt's t is its own.
 func TestKworkHeaders(t *testing.T) {
+	t.Parallel()
 	c := goldenCases()[0]
 	h, body, _ := render(t, c)
 	if len(h) != 3 {
@@ -230,6 +233,7 @@ func TestKworkHeaders(t *testing.T) {
 }
 
 func TestStandardHeaders(t *testing.T) {
+	t.Parallel()
 	c := goldenCases()[2]
 	h, body, _ := render(t, c)
 	if len(h) != 3 || h.Get("webhook-id") != c.ev.ID || h.Get("webhook-timestamp") != fmt.Sprint(goldenAt.Unix()) {
@@ -250,6 +254,7 @@ func TestStandardHeaders(t *testing.T) {
 }
 
 func TestRetrySchedules(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		r        Retry
@@ -287,6 +292,7 @@ func TestRetrySchedules(t *testing.T) {
 }
 
 func TestProfileSettings(t *testing.T) {
+	t.Parallel()
 	k, s := Kwork{}, Standard{}
 	for _, c := range []struct {
 		setting, kwork int
@@ -349,6 +355,7 @@ func TestKworkAPIVersionDefault(t *testing.T) {
 }
 
 func TestKworkCatalog(t *testing.T) {
+	t.Parallel()
 	want := map[string]bool{AppInstalled: true, AppUninstalled: true, AppUpgraded: true, AppScopesChanged: true, OpenPing: true}
 	for _, typ := range (Kwork{}).Catalog() {
 		if !want[typ.Name] {
@@ -368,6 +375,7 @@ func TestKworkCatalog(t *testing.T) {
 }
 
 func TestKworkImplicit(t *testing.T) {
+	t.Parallel()
 	kinds := map[string]*owner.Owner{}
 	for _, kind := range []string{"integration", "page", ""} {
 		kinds[kind] = &owner.Owner{Attributes: map[string]string{AttrAppKind: kind}}
@@ -406,6 +414,7 @@ func TestKworkImplicit(t *testing.T) {
 }
 
 func TestKworkValidateOwner(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		attrs map[string]string
 		ok    bool
@@ -452,6 +461,7 @@ func checkAppendString(t *testing.T, s string) {
 }
 
 func TestAppendString(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "plain", `"`, `\`, "\n\r\t\b\f", "\x00\x1f\x7f", "é租户", "\u2028\u2029", "\xff", "a\xc3", "\xed\xa0\x80", "\ufffd", "</script>&"} {
 		checkAppendString(t, s)
 	}
@@ -506,6 +516,7 @@ func utf8Lossy(in, out string) bool {
 // TestSignersPerSecret: signers are cached per secret; each secret still
 // signs with its own key, for both profiles, also past the cache bound.
 func TestSignersPerSecret(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"id":"evt_1"}`)
 	m := Message{DeliveryID: "dlv_1", EventID: "evt_1", EventType: "t", Body: body}
 	secrets := []string{goldenSecret, "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), goldenSecret}
@@ -541,6 +552,7 @@ func TestSignersPerSecret(t *testing.T) {
 // TestSignHeadersIndependent: the three header values share one backing
 // array; adding to one header must not overwrite another.
 func TestSignHeadersIndependent(t *testing.T) {
+	t.Parallel()
 	m := Message{DeliveryID: "dlv_1", EventID: "evt_1", EventType: "t", Body: []byte(`{}`)}
 	for _, p := range []Profile{Kwork{}, Standard{}} {
 		h := http.Header{}
