@@ -173,6 +173,24 @@ func TestSessions(t *testing.T) {
 			if resp, _ := c3.get("/admin/webhooks"); resp.StatusCode != http.StatusSeeOther {
 				t.Errorf("an ended session still opens the list: %d", resp.StatusCode)
 			}
+
+			// The session cookie is scoped to the console (/admin). A cookie
+			// an older hookd set at / is ended by sign-out too.
+			c4 := newFormClient(t, s)
+			if cs := c4.signIn(s.keys["bob"]).Cookies(); len(cs) != 1 || cs[0].Path != "/admin" {
+				t.Fatalf("session cookie %+v, want path /admin", cs)
+			}
+			legacy := newFormClient(t, s).signIn(s.keys["bob"]).Cookies()[0]
+			legacy.Path = "/"
+			c4.http.Jar.SetCookies(u, []*http.Cookie{legacy})
+			if resp, _ := c4.post("/admin/signout", s.srv.URL, url.Values{"csrf": {c4.csrf()}}); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-out with two cookies: %d", resp.StatusCode)
+			}
+			c5 := newFormClient(t, s)
+			c5.http.Jar.SetCookies(u, []*http.Cookie{legacy})
+			if resp, _ := c5.get("/admin/webhooks"); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("a cookie at / still opens the list after sign-out: %d", resp.StatusCode)
+			}
 		})
 	}
 }

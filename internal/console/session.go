@@ -198,12 +198,19 @@ func (c *Console) firstOwner(ctx context.Context) string {
 	return all[0].ID
 }
 
+// signout ends every session the browser sent a cookie for: this one, and
+// one set at path / by a hookd before the cookie was scoped to the
+// console, which would otherwise still sign the browser in.
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := c.cfg.DB.Q().DeleteSession(r.Context(), s.hash); err != nil {
-		c.fail(w, r, s, err)
-		return
+	for _, ck := range r.CookiesNamed(cookieName) {
+		if err := c.cfg.DB.Q().DeleteSession(r.Context(), hashToken(ck.Value)); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	for _, path := range []string{c.cookiePath(), c.cfg.Prefix + "/"} {
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r), MaxAge: -1})
+	}
 	c.redirect(w, r, "/admin/signin")
 }
 
