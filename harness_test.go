@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,39 +138,20 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 		dbc = eng.Config(t)
 	}
 	clk := &clock{}
-	cfg := hookd.Config{
-		Database: dbc.URL, Schema: dbc.Schema,
-		MasterKey:         bytes.Repeat([]byte{7}, 32),
-		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Work:              !o.noWork,
-		Now:               clk.Now,
-		BusySnooze:        100 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-	}
+	cfg := hookdtest.Config(dbc)
+	cfg.Work = !o.noWork
+	cfg.Now = clk.Now
+	cfg.BusySnooze = 100 * time.Millisecond
 	if o.mutate != nil {
 		o.mutate(&cfg)
 	}
+	h, api := hookdtest.Start(t, cfg)
 	ctx := context.Background()
-	h, err := hookd.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if err := h.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	api := httptest.NewServer(h.Handler())
-	t.Cleanup(func() {
-		api.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Stop(sctx)
-		h.Close()
-	})
 	key, err := h.CreateAPIKey(ctx, "acme", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, h: hookdtest.Wrap(h), api: api, key: key, clock: clk, dbc: dbc}
+	return &bundle{t: t, h: h, api: api, key: key, clock: clk, dbc: dbc}
 }
 
 // do sends a JSON request with the admin key and decodes the answer into out

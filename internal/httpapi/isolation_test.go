@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"reflect"
 	"strings"
@@ -18,14 +17,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/parts"
 )
 
 // waitLimit only bounds a broken test; every wait ends on a signal.
@@ -53,25 +50,12 @@ type world struct {
 
 func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	t.Helper()
-	dbc := eng.Config(t)
 	ctx := context.Background()
 	logs := hookdtest.NewLogs()
-	h, err := hookd.Open(ctx, hookd.Config{
-		Database: dbc.URL, Schema: dbc.Schema,
-		MasterKey:         bytes.Repeat([]byte{1}, 32),
-		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Work:              true,
-		FetchPollInterval: 50 * time.Millisecond,
-		Log:               slog.New(slog.NewTextHandler(logs, nil)),
-	})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w := &world{t: t, h: hookdtest.Wrap(h), keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: parts.Of(h).Ops.Ops(), received: make(chan struct{}, 100), logs: logs}
-	w.api = httptest.NewServer(h.Handler())
+	cfg := hookdtest.Config(eng.Config(t))
+	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	h, api := hookdtest.Start(t, cfg)
+	w := &world{t: t, h: h, api: api, keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: h.Ops.Ops(), received: make(chan struct{}, 100), logs: logs}
 	w.receiver = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.received <- struct{}{}
@@ -81,12 +65,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 		for _, cs := range w.sessions {
 			cs.Close()
 		}
-		w.api.Close()
 		w.receiver.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Stop(sctx)
-		h.Close()
 	})
 	w.operator = w.newKey("", owner.Operator)
 	for _, o := range []string{"alice", "bob"} {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -16,13 +15,11 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/parts"
 )
 
 // waitLimit only bounds a broken test; every wait ends on a signal.
@@ -43,43 +40,22 @@ type bundle struct {
 // b.logs, and a receiver that answers 204.
 func setup(t *testing.T, eng dbtest.Engine) *bundle {
 	t.Helper()
-	dbc := eng.Config(t)
 	logs := hookdtest.NewLogs()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx := context.Background()
-	h, err := hookd.Open(ctx, hookd.Config{
-		Database: dbc.URL, Schema: dbc.Schema,
-		MasterKey:         bytes.Repeat([]byte{1}, 32),
-		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Work:              true,
-		FetchPollInterval: 50 * time.Millisecond,
-		Log:               log,
-	})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if err := h.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	tools, err := mcpserver.New(mcpserver.Config{Ops: parts.Of(h).Ops, Log: log})
+	cfg := hookdtest.Config(eng.Config(t))
+	cfg.Log = log
+	h, api := hookdtest.Start(t, cfg)
+	tools, err := mcpserver.New(mcpserver.Config{Ops: h.Ops, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, h: hookdtest.Wrap(h), tools: tools, logs: logs, received: make(chan []byte, 100)}
-	b.api = httptest.NewServer(h.Handler())
+	b := &bundle{t: t, h: h, api: api, tools: tools, logs: logs, received: make(chan []byte, 100)}
 	b.receiver = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		b.received <- body
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	t.Cleanup(func() {
-		b.api.Close()
-		b.receiver.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Stop(sctx)
-		h.Close()
-	})
+	t.Cleanup(b.receiver.Close)
 	return b
 }
 
