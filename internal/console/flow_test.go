@@ -194,6 +194,37 @@ func TestFlow(t *testing.T) {
 				t.Errorf("retry now says %q", got)
 			}
 
+			// Trace context: off by default, ticked on the edit form, shown
+			// on the page, unticked again; the other fields stay as they were.
+			traceContext := func() bool {
+				e, err := s.h.DB.Q().GetEndpoint(t.Context(), "acme", epID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(e.EventTypes) != 2 {
+					t.Errorf("after an edit the endpoint's types are %v, want the two it had", e.EventTypes)
+				}
+				return e.TraceContext
+			}
+			p.open(epPath + "/edit")
+			if run(p, chromedp.Evaluate[bool](`document.querySelector('#trace_context').checked`)) || traceContext() {
+				t.Fatal("a new endpoint sends trace context; want it off unless ticked")
+			}
+			p.do(chromedp.Click(chromedp.ID("trace_context")))
+			p.click("form.form button[type=submit]")
+			if got := p.text("#trace-context"); !strings.Contains(got, "traceparent") || !traceContext() {
+				t.Errorf("after ticking it the page says %q and the endpoint has trace_context %v", got, traceContext())
+			}
+			p.open(epPath + "/edit")
+			if !run(p, chromedp.Evaluate[bool](`document.querySelector('#trace_context').checked`)) {
+				t.Error("the edit form does not show trace context ticked")
+			}
+			p.do(chromedp.Click(chromedp.ID("trace_context")))
+			p.click("form.form button[type=submit]")
+			if run(p, chromedp.Evaluate[bool](`document.querySelector('#trace-context') !== null`)) || traceContext() {
+				t.Error("unticked, the endpoint still sends trace context")
+			}
+
 			// Disable, enable.
 			p.click(`form[action$="/enabled"] button`)
 			if got := p.text(".facts .badge"); got != "disabled" {

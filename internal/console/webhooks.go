@@ -70,10 +70,15 @@ type endpointForm struct {
 	URL         string
 	Description string
 	Enabled     bool
-	Selected    map[string]bool
-	Other       string
-	Groups      []typeGroup
-	Errors      map[string]string
+	// TraceContext: the endpoint's attempts carry hookd's W3C trace
+	// context (the API's trace_context). TraceSent says the form had the
+	// checkbox, so a post without it leaves the setting alone.
+	TraceContext bool
+	TraceSent    bool
+	Selected     map[string]bool
+	Other        string
+	Groups       []typeGroup
+	Errors       map[string]string
 	// GrantID is the grant picked; GrantSent says the form sent one (a
 	// deleted grant is shown disabled, so it is not sent and stays).
 	GrantID   string
@@ -93,7 +98,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, Selected: map[string]bool{}, GrantID: e.GrantID}
+	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Selected: map[string]bool{}, GrantID: e.GrantID}
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
@@ -141,6 +146,7 @@ func readForm(r *http.Request) *endpointForm {
 	f := &endpointForm{
 		ID: r.PathValue("id"), URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
 		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
+		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -233,6 +239,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	f := readForm(r)
 	enabled := f.Enabled
 	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
+	in.TraceContext = f.TraceContext
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
 		c.refuse(w, r, s, f, err)
@@ -247,6 +254,9 @@ func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	in := &ops.UpdateEndpointIn{ID: f.ID, URL: &f.URL, Description: &f.Description, EventTypes: &globs}
 	if f.GrantSent {
 		in.GrantID = &f.GrantID
+	}
+	if f.TraceSent {
+		in.TraceContext = &f.TraceContext
 	}
 	if _, err := c.call(r.Context(), s, "webhooks.update", in); err != nil {
 		c.refuse(w, r, s, f, err)
