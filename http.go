@@ -8,6 +8,7 @@ import (
 	"github.com/hookd/hookd/internal/console"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/openapi"
+	"github.com/hookd/hookd/internal/ops"
 )
 
 // Handler serves hookd's HTTP API at the root of a server of its own: the
@@ -70,7 +71,14 @@ func (h *Hookd) handler(prefix string) (http.Handler, error) {
 	if api.Console, err = h.console(prefix); err != nil {
 		return nil, err
 	}
-	return api.Handler(), nil
+	inner := api.Handler()
+	if prefix == "" {
+		return inner, nil
+	}
+	// The ops answer with links (a delivery's job_url): under the prefix.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r.WithContext(ops.WithBasePath(r.Context(), prefix)))
+	}), nil
 }
 
 // console builds the web page on hookd's ops under prefix, with River UI

@@ -301,7 +301,7 @@ func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn)
 	}
 	out := &DeliveryList{Data: make([]*DeliveryView, len(ds))}
 	for i, d := range ds {
-		out.Data[i] = &DeliveryView{Delivery: d, JobURL: jobURL(d.JobID)}
+		out.Data[i] = &DeliveryView{Delivery: d, JobURL: jobURL(ctx, d.JobID)}
 	}
 	if len(ds) == limit && window == 0 {
 		out.Next = ds[len(ds)-1].ID
@@ -314,11 +314,23 @@ func (s *Service) deliveries(ctx context.Context, p Principal, in *DeliveriesIn)
 	return out, nil
 }
 
-func jobURL(id int64) string {
+// jobURL is the task page of a delivery's job, under the path the API is
+// served at (WithBasePath); "" for a delivery no job has attempted.
+func jobURL(ctx context.Context, id int64) string {
 	if id == 0 {
 		return ""
 	}
-	return "/admin/tasks?job=" + strconv.FormatInt(id, 10)
+	base, _ := ctx.Value(basePathKey{}).(string)
+	return base + "/admin/tasks?job=" + strconv.FormatInt(id, 10)
+}
+
+type basePathKey struct{}
+
+// WithBasePath tells the ops that their caller reaches hookd under prefix
+// (Hookd.Mount's "/webhooks"), so the links they answer with (job_url)
+// carry it.
+func WithBasePath(ctx context.Context, prefix string) context.Context {
+	return context.WithValue(ctx, basePathKey{}, prefix)
 }
 
 func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (*Redelivered, error) {

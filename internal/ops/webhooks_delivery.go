@@ -57,7 +57,7 @@ func (s *Service) delivery(ctx context.Context, p Principal, in *DeliveryRef) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &DeliveryDetail{Delivery: d, JobURL: jobURL(d.JobID), Headers: []Header{}, Attempts: []TaskError{}, Profile: prof.Name()}
+	out := &DeliveryDetail{Delivery: d, JobURL: jobURL(ctx, d.JobID), Headers: []Header{}, Attempts: []TaskError{}, Profile: prof.Name()}
 	ev, err := q.GetEvent(ctx, p.OwnerID, d.EventID)
 	switch {
 	case apperr.IsNotFound(err): // pruned: the record stays, the envelope is gone
