@@ -47,8 +47,8 @@ run: ## run hookd on hookd.db
 bench: ## Go benchmarks (hot path, lease)
 	$(GO) test -run '^$$' -bench . -benchmem ./webhook/ ./internal/profile/ ./internal/store/
 
-bench-compare: ## two builds side by side, alternating: BEFORE=main AFTER=. PAIRS=4 ARGS='hookd bench flags' [PGBENCH=32]
-	BEFORE='$(BEFORE)' AFTER='$(AFTER)' PAIRS='$(PAIRS)' ARGS='$(ARGS)' PGBENCH='$(PGBENCH)' OUT='$(OUT)' REUSE='$(REUSE)' bash internal/bench/compare.sh
+bench-compare: ## two builds side by side, alternating: BEFORE=main AFTER=. PAIRS=4 ARGS='hookd bench flags' [PGBENCH=32] [GEN=load-generator binary]
+	BEFORE='$(BEFORE)' AFTER='$(AFTER)' PAIRS='$(PAIRS)' ARGS='$(ARGS)' PGBENCH='$(PGBENCH)' GEN='$(GEN)' OUT='$(OUT)' REUSE='$(REUSE)' bash internal/bench/compare.sh
 
 fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/

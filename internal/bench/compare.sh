@@ -15,6 +15,9 @@
 # REUSE=1 keeps the two binaries already in OUT (default bin/compare), to
 # run other scenarios with the same builds.
 #
+# GEN=path runs the load generator and receiver of that hookd binary
+# instead of AFTER's: for builds older than `hookd bench --spawn --hookd`.
+#
 # PGBENCH=N also runs, before each pair, pgbench's one-row-commit rate at N
 # clients on the same PostgreSQL (the publish path's ceiling), printed
 # beside the figures.
@@ -88,7 +91,7 @@ for i in $(seq 1 "$pairs"); do
 	for side in $order; do
 		f="$out/runs/$i-$side.txt"
 		# shellcheck disable=SC2086 # ARGS is a list of flags
-		"$out/after" bench --spawn --hookd "$out/$side" $args >"$f" 2>"$f.log" || { echo "run $i $side failed:"; tail -5 "$f.log"; exit 1; }
+		"${GEN:-$out/after}" bench --spawn --hookd "$out/$side" $args >"$f" 2>"$f.log" || { echo "run $i $side failed:"; tail -5 "$f.log"; exit 1; }
 		line="pair $i $side:"
 		for n in "${names[@]}"; do
 			v=$(figure "$f" "$n")
