@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Kwork header names (seed 002).
+// Kwork header names.
 const (
 	HeaderKworkSignature = "X-Kwork-Signature"
 	HeaderKworkEvent     = "X-Kwork-Event"
@@ -46,7 +46,7 @@ func (s *KworkSigner) AppendSign(dst []byte, ts int64, body []byte) []byte {
 }
 
 // appendHex appends hex(HMAC(secret, tsText + "." + body)) to dst. tsText is
-// the timestamp exactly as it appears in the header: the seed signs the
+// the timestamp exactly as it appears in the header: kwork signs the
 // text, not a reformatted integer.
 func (s *KworkSigner) appendHex(dst, tsText, body []byte) []byte {
 	st := s.macs.get()

@@ -48,7 +48,7 @@ func (v *KworkVerifier) Verify(h http.Header, body []byte) (Event, error) {
 	return parseEvent(body)
 }
 
-// VerifyWebhook verifies a kwork delivery the way the seed's reference
+// VerifyWebhook verifies a kwork delivery the way kwork's reference
 // verifyPlainHMAC does (same accepted set, for any non-empty secret) and
 // returns the decoded event. sigHeader is the X-Kwork-Signature value; body
 // must be the raw, unparsed request body.
@@ -71,10 +71,10 @@ func VerifyWebhookAt(body []byte, sigHeader, secret string, tolerance time.Durat
 	return parseEvent(body)
 }
 
-// verifyKwork follows the seed: take t and v1 from the header, reject when
+// verifyKwork follows kwork's reference verifier: take t and v1 from the header, reject when
 // |now - t| > tolerance, then compare hex HMAC(secret, "<t>.<body>") with v1
 // in constant time. Structural problems are reported first so the error says
-// what is wrong; the set of accepted inputs is the seed's.
+// what is wrong; the set of accepted inputs is the reference's.
 func verifyKwork(signers []*KworkSigner, body []byte, sigHeader string, now time.Time, tolerance time.Duration) error {
 	sig := parseKworkHeader(sigHeader)
 	switch {
@@ -110,7 +110,7 @@ type kworkHeader struct {
 	hasT, hasV1 bool
 }
 
-// parseKworkHeader splits "t=<ts>,v1=<hex>" exactly like the seed: parts are
+// parseKworkHeader splits "t=<ts>,v1=<hex>" exactly like the reference verifier: parts are
 // separated by commas, each is key=value split at the first '=', parts without
 // '=' and unknown keys are ignored, and a repeated key keeps its last value.
 // Nothing is trimmed.

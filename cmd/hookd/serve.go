@@ -30,7 +30,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", envOr("HOOKD_ADDR", "127.0.0.1:8080"), "listen address (env HOOKD_ADDR)")
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
-	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: seed 000's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
+	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
 	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
 	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")

@@ -59,7 +59,7 @@ type Options struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 	// BusySnooze is how long a delivery to a busy endpoint waits (hookd's
-	// default: the seeds' 2 s). Lower it to see what the lease's snooze
+	// default: the profiles' 2 s). Lower it to see what the lease's snooze
 	// costs, or to shorten tests; in-process only.
 	BusySnooze time.Duration
 	// BatchSize is the most events per publish request (default 1,000;

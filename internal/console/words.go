@@ -1,7 +1,7 @@
 package console
 
-// words are what the pages call things: seed 000's words for the standard
-// profile, seed 002's for kwork (subscriptions, delivery records).
+// words are what the pages call things: the standard profile's words for its
+// owners, kwork's for kwork (subscriptions, delivery records).
 type words struct {
 	Section   string // the nav entry
 	Endpoint  string // one

@@ -12,7 +12,7 @@ import (
 	"github.com/hookd/hookd/internal/egress"
 )
 
-// Verdict is what happens to a delivery after one attempt (seed 000's
+// Verdict is what happens to a delivery after one attempt (the standard profile's
 // delivery diagram).
 type Verdict int
 

@@ -1,4 +1,4 @@
-// Package endpoint holds hookd's endpoints (seed 002 calls them
+// Package endpoint holds hookd's endpoints (the kwork profile calls them
 // subscriptions): a URL, event-type globs, a sealed secret and a state, plus
 // the rules of the endpoint state machine (enabled → failing → disabled).
 package endpoint
@@ -18,7 +18,7 @@ type Endpoint struct {
 	// Sealer.Open turns it back into the secret.
 	SecretSealed []byte `json:"-"`
 	// GrantID names the grant that admits events of scoped types to this
-	// endpoint (seed 000: an embed's access code). Empty: the published
+	// endpoint (an embed's access code). Empty: the published
 	// slice.
 	GrantID        string     `json:"grant_id,omitempty"`
 	Enabled        bool       `json:"enabled"`
@@ -38,7 +38,7 @@ type Endpoint struct {
 	Signing
 }
 
-// State is the endpoint's state in seed 000's endpoint diagram.
+// State is the endpoint's state in the endpoint state machine (docs/design.md).
 type State string
 
 const (
@@ -58,7 +58,7 @@ func (e *Endpoint) State() State {
 	return Enabled
 }
 
-// Rules are the endpoint state machine's timings (seed 000).
+// Rules are the endpoint state machine's timings.
 type Rules struct {
 	// Cooldown schedules new deliveries this far out while the endpoint is
 	// failing, so a dead receiver is not hit by every new event.
@@ -67,7 +67,7 @@ type Rules struct {
 	DisableAfter time.Duration
 }
 
-// DefaultRules are seed 000's numbers: 5 minutes cooldown, disable after 5 days.
+// DefaultRules are the standard numbers: 5 minutes cooldown, disable after 5 days.
 var DefaultRules = Rules{Cooldown: 5 * time.Minute, DisableAfter: 5 * 24 * time.Hour}
 
 // ShouldDisable reports whether an endpoint failing since failingSince must be

@@ -51,7 +51,7 @@ type Type struct {
 	OwnerID  string   `json:"-"`
 	Name     string   `json:"name"`
 	Exposure Exposure `json:"exposure"`
-	// Scoped types are judged for scope (seed 000: only
+	// Scoped types are judged for scope (the standard profile: only
 	// corpus.note.changed): an endpoint with a grant gets them only as the
 	// grant allows, one without only from the published slice. Every other
 	// type goes to every endpoint subscribed to it.

@@ -1,6 +1,6 @@
 package event
 
-// standmeet is seed 000's catalog: the 39 types an instance owner's
+// standmeet is the standard profile's built-in catalog: the 39 types an instance owner's
 // endpoints may subscribe to, all webhook-visible, all thin (type, subject
 // and id; receivers fetch the rest), none subscribed by default. Only
 // corpus.note.changed is scoped.

@@ -222,7 +222,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		}
 		if in.Enabled != nil {
 			if *in.Enabled && !e.Enabled || *in.Enabled && e.FailingSince != nil {
-				// Re-enabling clears the failure (seed 000).
+				// Re-enabling clears the failure (the standard profile's endpoint rule).
 				e.FailingSince, e.DisabledReason = nil, ""
 			}
 			if !*in.Enabled && e.Enabled {

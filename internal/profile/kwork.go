@@ -14,7 +14,7 @@ import (
 	"github.com/hookd/hookd/webhook"
 )
 
-// Kwork is seed 002's profile: a developer platform's envelope with tenant,
+// Kwork is the kwork profile: a developer platform's envelope with tenant,
 // environment and app, an X-Kwork-Signature header, parallel unordered
 // deliveries, 6 sends over about 7h12m, and a 50-record delivery log.
 type Kwork struct{}
@@ -37,10 +37,10 @@ const (
 )
 
 // DefaultKworkAPIVersion is the envelope's apiVersion when the owner sets no
-// api_version attribute: the current API version's date (seed 002).
+// api_version attribute: the current API version's date (the kwork profile's default).
 const DefaultKworkAPIVersion = "2026-10-28"
 
-// The app lifecycle events (seed 002), sent to an app's subscriptions
+// The kwork app lifecycle events, sent to an app's subscriptions
 // without the subscription listing them.
 const (
 	AppInstalled     = "app.installed"
@@ -56,7 +56,7 @@ func (Kwork) Retry() Retry               { return KworkRetry }
 func (Kwork) TestEventType() string      { return OpenPing }
 func (Kwork) LogWindow() int             { return 50 }
 
-// GivesUpOn: seed 002 retries every non-2xx answer, 4xx included (a 401 or
+// GivesUpOn: kwork retries every non-2xx answer, 4xx included (a 401 or
 // 404 while the receiver deploys must not lose the event).
 func (Kwork) GivesUpOn(int) bool { return false }
 

@@ -20,7 +20,7 @@ type Signing struct {
 
 // SigningOf returns p's signing capabilities. A profile that says nothing
 // signs with one HMAC secret and rotates at once: kwork, whose receivers
-// (seed 002's reference verifier) read the last v1= of the header only.
+// (kwork's reference verifier) read the last v1= of the header only.
 func SigningOf(p Profile) Signing {
 	if s, ok := p.(interface{ Signing() Signing }); ok {
 		return s.Signing()

@@ -13,7 +13,7 @@ import (
 	"github.com/hookd/hookd/webhook"
 )
 
-// Standard is seed 000's profile: the thin envelope signed with Standard
+// Standard is the standard profile: the thin envelope signed with Standard
 // Webhooks headers, one delivery in flight per endpoint, 18 attempts over
 // about 5.3 days.
 type Standard struct{}
@@ -36,7 +36,7 @@ func (Standard) Implicit(string, *owner.Owner) bool {
 func (Standard) ValidateOwner(map[string]string) error { return nil }
 func (Standard) Excluded(string, *owner.Owner) bool    { return false }
 
-// GivesUpOn: seed 000 discards other 4xx (and unfollowed redirects) at
+// GivesUpOn: the standard profile discards other 4xx (and unfollowed redirects) at
 // once; 5xx, 408 and 429 are retried.
 func (Standard) GivesUpOn(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests

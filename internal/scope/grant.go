@@ -9,7 +9,7 @@ import (
 	"github.com/hookd/hookd/internal/event"
 )
 
-// Grant is seed 000's embed access code as an owner's resource: what an
+// Grant is an embed's access code as an owner's resource: what an
 // endpoint attached to it may receive of the scoped event types. Allow
 // lists the subjects the role may read (globs: '*' matches any run of
 // characters, '/' included), Deny takes from them, and a PublishedOnly

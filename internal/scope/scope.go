@@ -1,5 +1,5 @@
 // Package scope is the one predicate that decides whether an event may go to
-// an endpoint (seed 000). Fanout asks it for every (endpoint, event) pair,
+// an endpoint (the standard profile's scope rule). Fanout asks it for every (endpoint, event) pair,
 // every time: grants can be revoked between two events.
 package scope
 
