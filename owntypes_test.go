@@ -48,6 +48,16 @@ func TestProducerCannotPublishHookdTypes(t *testing.T) {
 			t.Errorf("batch error %q does not say which event (events[1])", e.Error.Message)
 		}
 
+		// Nor may an owner redefine one: a schema or an internal exposure
+		// would silence hookd's notifications.
+		for _, in := range []map[string]any{
+			{"exposure": "webhook", "schema": map[string]any{"type": "object", "required": []string{"nope"}}},
+			{"exposure": "internal"},
+		} {
+			st := b.do("PUT", "/api/admin/event_types/hookd.endpoint.failing", in, &e)
+			refused("redefine hookd.endpoint.failing", "hookd.endpoint.failing", st, e.Error.Message)
+		}
+
 		ctx := context.Background()
 		good := hookd.Event{Owner: "acme", Type: "good.type", Data: []byte(`{}`)}
 		own := hookd.Event{Owner: "acme", Type: "hookd.endpoint.recovered", Data: []byte(`{}`)}

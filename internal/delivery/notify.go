@@ -37,7 +37,7 @@ const endpointSubject = "hookd://endpoints/"
 // AboutEndpoint returns the endpoint a failure notification is about ("" for
 // any other event): fanout never offers the notification to it.
 func AboutEndpoint(ev *event.Event) string {
-	if !strings.HasPrefix(ev.Type, ownPrefix) {
+	if !strings.HasPrefix(ev.Type, OwnTypePrefix) {
 		return ""
 	}
 	return strings.TrimPrefix(ev.Subject, endpointSubject)

@@ -255,15 +255,16 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, ru
 	return out, nil
 }
 
-// ownPrefix is the prefix of the types only hookd publishes: its failure
-// notifications (notify.go).
-const ownPrefix = "hookd.endpoint."
+// OwnTypePrefix is the prefix of the types only hookd publishes: its
+// failure notifications (notify.go). Owners may neither publish nor
+// redefine them.
+const OwnTypePrefix = "hookd.endpoint."
 
 // refuseOwnType refuses a producer's event of one of hookd's own types: a
 // subscriber of hookd.endpoint.* must be able to trust that hookd said
 // its endpoint is failing, disabled or recovered.
 func refuseOwnType(ev *event.Event) error {
-	if !strings.HasPrefix(ev.Type, ownPrefix) {
+	if !strings.HasPrefix(ev.Type, OwnTypePrefix) {
 		return nil
 	}
 	return apperr.New(apperr.Invalid, "type %q: hookd.endpoint.* are hookd's own failure notifications (%s, %s, %s), published by hookd itself when an endpoint's health changes; a producer may not publish them", ev.Type, Failing, Disabled, Recovered)

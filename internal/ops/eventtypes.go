@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 )
@@ -33,6 +35,11 @@ func (s *Service) eventTypeOps() []*Op {
 func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTypeIn) (*event.Type, error) {
 	if err := event.ValidateTypeName(in.Name); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(in.Name, delivery.OwnTypePrefix) {
+		// A schema or an internal exposure would silence hookd's own
+		// notifications of this owner's failing endpoints.
+		return nil, invalid("type %q: hookd.endpoint.* are hookd's own failure notifications, built in; an owner subscribes to them but cannot redefine them", in.Name)
 	}
 	exp, err := event.ParseExposure(in.Exposure)
 	if err != nil {
