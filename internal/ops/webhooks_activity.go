@@ -49,21 +49,13 @@ func (s *Service) activityOps() []*Op {
 
 func (s *Service) activity(ctx context.Context, p Principal, _ *Empty) (*ActivityList, error) {
 	since := s.now().Add(-ActivityWindow)
-	eps, err := s.DB.Q().ListEndpoints(ctx, p.OwnerID, false)
-	if err != nil {
-		return nil, err
-	}
 	act, err := s.DB.Q().EndpointActivity(ctx, p.OwnerID, since)
 	if err != nil {
 		return nil, err
 	}
-	out := &ActivityList{Since: since, Data: make([]*EndpointActivity, len(eps))}
-	for i, e := range eps {
-		v := &EndpointActivity{EndpointID: e.ID}
-		if a := act[e.ID]; a != nil {
-			v.Deliveries, v.Failures, v.Last = a.Deliveries, a.Failures, a.Last
-		}
-		out.Data[i] = v
+	out := &ActivityList{Since: since, Data: make([]*EndpointActivity, len(act))}
+	for i, a := range act {
+		out.Data[i] = &EndpointActivity{EndpointID: a.EndpointID, Deliveries: a.Deliveries, Failures: a.Failures, Last: a.Last}
 	}
 	return out, nil
 }

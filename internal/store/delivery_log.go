@@ -88,37 +88,35 @@ type Activity struct {
 }
 
 // EndpointActivity returns the activity of every endpoint of ownerID since
-// since, keyed by endpoint id (endpoints with no deliveries are absent).
-func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Time) (map[string]*Activity, error) {
-	out := map[string]*Activity{}
-	get := func(id string) *Activity {
-		a := out[id]
-		if a == nil {
-			a = &Activity{EndpointID: id}
-			out[id] = a
-		}
-		return a
-	}
-	// Two index-only range scans per endpoint, aggregated as they go: no
+// since, in the endpoint list's order (created_at, id): one entry per
+// endpoint, with zero counts and no Last for an endpoint without
+// deliveries.
+func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Time) ([]*Activity, error) {
+	var out []*Activity
+	byID := map[string]*Activity{}
+	// One index-only range scan per endpoint, aggregated as it goes: no
 	// sort of the window's rows, which a GROUP BY over the join needed.
+	// A scalar subquery returns one value, so it packs both counts into
+	// one integer (deliveries in the high 32 bits, failures in the low):
+	// the same on both engines, where a second subquery scanned the range
+	// again.
 	rs, err := q.q.query(ctx, `SELECT e.id,
-		(SELECT count(*) FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2),
-		(SELECT count(*) FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2 AND (d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0)))
-		FROM hookd_endpoints e WHERE e.owner_id = $1`, ownerID, ts(since))
+		(SELECT count(*) * 4294967296 + coalesce(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
+			FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2)
+		FROM hookd_endpoints e WHERE e.owner_id = $1 ORDER BY e.created_at, e.id`, ownerID, ts(since))
 	if err != nil {
 		return nil, fmt.Errorf("endpoint activity: %w", err)
 	}
 	for rs.Next() {
 		var id string
-		var n, failed int
-		if err := rs.Scan(&id, &n, &failed); err != nil {
+		var packed int64
+		if err := rs.Scan(&id, &packed); err != nil {
 			rs.Close()
 			return nil, err
 		}
-		if n > 0 {
-			a := get(id)
-			a.Deliveries, a.Failures = n, failed
-		}
+		a := &Activity{EndpointID: id, Deliveries: int(packed >> 32), Failures: int(packed & 0xffffffff)}
+		out = append(out, a)
+		byID[id] = a
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
@@ -138,7 +136,9 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 		if err != nil {
 			return nil, err
 		}
-		get(d.EndpointID).Last = d
+		if a := byID[d.EndpointID]; a != nil {
+			a.Last = d
+		}
 	}
 	return out, rs.Err()
 }

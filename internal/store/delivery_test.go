@@ -299,3 +299,49 @@ func TestPruneDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// TestEndpointActivity: every endpoint of the owner, in the list's order,
+// with its deliveries and failures (failed, or pending after an attempt)
+// created since the cut-off, and its latest attempted delivery; an
+// endpoint without deliveries has zeros and no Last.
+func TestEndpointActivity(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		q := db.Q()
+		mkOwner(t, db, "acme")
+		mkOwner(t, db, "beta")
+		busy := mkEndpoint(t, db, "acme", 1)
+		idle := mkEndpoint(t, db, "acme", 1)
+		foreign := mkEndpoint(t, db, "beta", 1)
+		since := t0.Add(time.Hour)
+		var ds []*endpoint.Delivery
+		for i := range 7 {
+			ds = append(ds, newDelivery("acme", busy.ID, fmt.Sprintf("evt_%d", i), since.Add(time.Duration(i-1)*time.Minute)))
+		}
+		mkDeliveries(t, db, ds...) // ds[0] is before the cut-off
+		mkDeliveries(t, db, newDelivery("beta", foreign.ID, "evt_0", since))
+		at := ts(since.Add(time.Hour))
+		attempt := func(i int, status int, state endpoint.DeliveryState) {
+			must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: ds[i].ID, Sent: true, Status: status, State: state, Now: at}))
+		}
+		attempt(0, 500, endpoint.Failed) // before the cut-off: not counted
+		attempt(1, 200, endpoint.Delivered)
+		attempt(2, 200, endpoint.Delivered)
+		attempt(3, 410, endpoint.Failed)
+		attempt(4, 500, endpoint.Pending) // retrying: a failure
+		// ds[5], ds[6]: pending, never attempted; counted, not failures.
+
+		act, err := q.EndpointActivity(ctx, "acme", since)
+		must(t, err)
+		if len(act) != 2 || act[0].EndpointID != busy.ID || act[1].EndpointID != idle.ID {
+			t.Fatalf("activity of %d endpoints %v, want busy then idle", len(act), act)
+		}
+		if a := act[0]; a.Deliveries != 6 || a.Failures != 2 || a.Last == nil || a.Last.ID != ds[4].ID {
+			t.Fatalf("busy: %d deliveries, %d failures, last %v; want 6, 2, %s", a.Deliveries, a.Failures, a.Last, ds[4].ID)
+		}
+		if a := act[1]; a.Deliveries != 0 || a.Failures != 0 || a.Last != nil {
+			t.Fatalf("idle: %+v, want nothing", a)
+		}
+	})
+}
