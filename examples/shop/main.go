@@ -53,7 +53,7 @@ func main() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(ctx, o, os.Stdout, log); err != nil {
-		log.Error("shop", "err", err)
+		log.Error("shop", "error", err)
 		os.Exit(1)
 	}
 }

@@ -63,7 +63,7 @@ func (s *shop) createOrder(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &refused):
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": refused.msg})
 	case err != nil:
-		s.log.Error("create order", "err", err)
+		s.log.Error("create order", "error", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "could not place the order"})
 	default:
 		writeJSON(w, http.StatusCreated, o)
@@ -126,7 +126,7 @@ func (s *shop) listOrders(w http.ResponseWriter, r *http.Request) {
 		})
 	})
 	if err != nil {
-		s.log.Error("list orders", "err", err)
+		s.log.Error("list orders", "error", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "could not list the orders"})
 		return
 	}

@@ -103,7 +103,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
-		c.cfg.Log.Error("console: render", "page", page, "err", err)
+		c.cfg.Log.Error("console: render", "page", page, "error", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -124,7 +124,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	code := apperr.CodeOf(err)
 	status := apperr.Status(code)
 	if status >= 500 {
-		c.cfg.Log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		c.cfg.Log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet {
 		c.redirect(w, r, "/admin/signin")

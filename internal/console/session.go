@@ -94,7 +94,7 @@ func (c *Console) session(r *http.Request) (*session, error) {
 		// A revoked key ends its sessions at their next request: this
 		// one, and with it every other of the key.
 		if err := c.cfg.DB.Q().DeleteKeySessions(r.Context(), st.KeyID); err != nil {
-			c.cfg.Log.Warn("end revoked session", "err", err)
+			c.cfg.Log.Warn("end revoked session", "error", err)
 		}
 		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)
 	}
@@ -183,7 +183,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	// Expired sessions go when anyone signs in: no job of their own.
 	if _, err := c.cfg.DB.Q().PruneSessions(ctx, now); err != nil {
-		c.cfg.Log.Warn("prune console sessions", "err", err)
+		c.cfg.Log.Warn("prune console sessions", "error", err)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: secureRequest(r), MaxAge: int(c.cfg.SessionTTL.Seconds())})

@@ -54,7 +54,7 @@ type lazyStart struct {
 func (l *lazyStart) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.once.Do(func() {
 		if l.err = l.h.Start(l.ctx); l.err != nil {
-			l.log.Error("river ui: start", "err", l.err)
+			l.log.Error("river ui: start", "error", l.err)
 		}
 	})
 	if l.err != nil {

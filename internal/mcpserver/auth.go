@@ -109,7 +109,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	body.Error.Code, body.Error.Message = apperr.CodeOf(err), apperr.MessageOf(err)
 	status := apperr.Status(body.Error.Code)
 	if status >= 500 {
-		log.Error("mcp request failed", "err", err)
+		log.Error("mcp request failed", "error", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

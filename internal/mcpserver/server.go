@@ -202,7 +202,7 @@ func (s *Server) errorResult(op *ops.Op, err error) *mcp.CallToolResult {
 	var body errorBody
 	body.Error.Code, body.Error.Message = apperr.CodeOf(err), apperr.MessageOf(err)
 	if apperr.Status(body.Error.Code) >= 500 {
-		s.log.Error("mcp tool failed", "tool", op.Name, "err", err)
+		s.log.Error("mcp tool failed", "tool", op.Name, "error", err)
 	}
 	b, _ := json.Marshal(body)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
