@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/owner"
 )
 
@@ -258,6 +259,47 @@ func TestLibraryScopeSource(t *testing.T) {
 		}
 		if asked.Load() < 2 {
 			t.Fatalf("source asked %d times, want once per endpoint per fanout", asked.Load())
+		}
+	})
+}
+
+// TestGrantRevokedBeforeTakenAlong: a fanout that read the grants, then
+// took along an event published after a revoke, judges that event by the
+// revoke. (It read the scope view before its transaction, and the events
+// it takes along inside it.)
+func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{noWork: true, mutate: withStandmeet})
+		rc := newReceiver(t)
+		g := b.grant(map[string]any{"allow": []string{"wiki://software/*"}})
+		var ep endpointOut
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"url": rc.URL, "event_types": []string{"*"}, "grant_id": g.ID}, &ep)
+		publish := func() string {
+			var out struct{ ID string }
+			b.must(202, "POST", "/api/v1/events", map[string]any{"type": "corpus.note.changed", "subject": "wiki://software/a", "data": json.RawMessage(notePublished)}, &out)
+			return out.ID
+		}
+		first := publish()
+		var later string
+		b.h.Engine.SetHooks(&delivery.Hooks{BeforeFanoutTx: func(eventID string) {
+			if eventID != first || later != "" {
+				return
+			}
+			// Between the fanout's read of the grants and its transaction.
+			b.must(200, "POST", "/api/admin/grants/"+g.ID+"/revoke", nil, nil)
+			later = publish()
+		}})
+		b.fanoutNow(first)
+		b.h.Engine.SetHooks(nil)
+		if later == "" {
+			t.Fatal("the hook never ran")
+		}
+		// first may go or not (its fanout ran after the revoke, and may
+		// have judged it by either view); later must not.
+		b.fanoutNow(later) // a no-op if the first fanout took it along
+		if b.deliveryOf(ep.ID, later) != nil {
+			t.Error("an event published after the revoke reached the endpoint: judged by the grants read before it")
 		}
 	})
 }

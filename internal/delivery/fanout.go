@@ -145,6 +145,9 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
 	var deferred []string
+	if h := s.hook().BeforeFanoutTx; h != nil {
+		h(ev.ID)
+	}
 	err = s.db.InTxRelaxed(ctx, func(q *store.Q) error {
 		deferred = nil // a retried transaction starts over
 		// Another fanout may be fanning this event out right now: look
@@ -163,6 +166,15 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		others, otherJobs, err := q.AwaitingFanout(ctx, o.ID, ev.ID, s.cfg.FanoutBatch)
 		if err != nil {
 			return err
+		}
+		if len(others) > 0 {
+			// The events taken along may have been published after view
+			// was read (a grant revoked, then an event published): judge
+			// them by a view read now, in this transaction, after they
+			// were (each statement sees what committed before it).
+			if view, err = s.scopeView(ctx, q, o.ID, eps); err != nil {
+				return err
+			}
 		}
 		// Each event's deliveries carry its own trace (tracing on): the
 		// events taken along continue theirs, read from their fanout jobs.

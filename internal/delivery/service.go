@@ -112,6 +112,9 @@ type Hooks struct {
 	// BeforeRelease runs when a lease holder's drain has ended, before the
 	// holder releases its slot and looks for deliveries committed meanwhile.
 	BeforeRelease func(endpointID string)
+	// BeforeFanoutTx runs when a fanout has read the owner's endpoints
+	// and scope view, before its transaction, with the event's id.
+	BeforeFanoutTx func(eventID string)
 	// BeforeFanoutCommit runs inside a fanout's transaction, once it has
 	// deferred the jobs of deliveries to busy endpoints (their ids).
 	BeforeFanoutCommit func(deferred []string)
