@@ -74,12 +74,12 @@ func TestOrderedDelivery(t *testing.T) {
 			t.Fatalf("discarded: %d of 20 arrived", len(discarded.receipts()))
 		}
 		checkOrder(t, "discarded", arrivalIDs(discarded.receipts()), ids, 2)
-		if d := b.waitDelivery(epD.ID, ids[2], 10*time.Second, func(d deliveryOut) bool { return d.State != "pending" }); d.State != "failed" || d.Attempts != 1 {
+		if d := b.waitDelivery(epD.ID, ids[2], wait, func(d deliveryOut) bool { return d.State != "pending" }); d.State != "failed" || d.Attempts != 1 {
 			t.Fatalf("the 400'd delivery = %+v, want failed after 1 attempt", d)
 		}
 
 		// While the 3rd waits for its retry, the log says what waits behind it.
-		head := b.waitDelivery(epR.ID, ids[2], 10*time.Second, func(d deliveryOut) bool { return d.Attempts == 1 })
+		head := b.waitDelivery(epR.ID, ids[2], wait, func(d deliveryOut) bool { return d.Attempts == 1 })
 		if head.State == "pending" {
 			waiting := 0
 			for _, d := range b.deliveriesWaiting(epR.ID) {
