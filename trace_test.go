@@ -199,6 +199,7 @@ func TestTraceContextNotSentWithTracingOff(t *testing.T) {
 // request ran the group, and whichever delivery's job sent it (a lease
 // holder's drain sends the others' too).
 func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
 		b, spans := setupTraced(t, eng)
 		rc := newReceiver(t)

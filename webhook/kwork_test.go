@@ -132,6 +132,7 @@ func TestKworkVerifier(t *testing.T) {
 }
 
 func TestKworkSignerAllocations(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun counts every goroutine's allocations.
 	s, err := NewKworkSigner(kworkSecret)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func TestNewSignerRejectsBadSecrets(t *testing.T) {
 }
 
 func TestSignerAppendSign(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun counts every goroutine's allocations.
 	s, err := NewSigner(testSecret)
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ var commands = []struct {
 // goes to stdout and exits 0 without creating a database; an unknown flag
 // exits 2 with the usage on stderr; so does a missing argument.
 func TestCommandLineConvention(t *testing.T) {
+	// Not parallel: t.Chdir and t.Setenv (run reads HOOKD_* from the process environment).
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv("HOOKD_DATABASE", "")
@@ -112,6 +113,7 @@ func TestCommandLineConvention(t *testing.T) {
 // the README writes `hookd owner create ID --profile kwork --attr …`, and a
 // kwork owner missing its attributes hears of all of them at once.
 func TestFlagsAfterArguments(t *testing.T) {
+	// Not parallel: t.Setenv (run reads HOOKD_MASTER_KEY from the process environment).
 	db := filepath.Join(t.TempDir(), "hookd.db")
 	t.Setenv("HOOKD_MASTER_KEY", "")
 	runIn := func(args ...string) (int, string, string) {

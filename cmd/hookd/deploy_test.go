@@ -169,6 +169,7 @@ func gitHead(t *testing.T) (string, bool) {
 // TestDockerBuild builds the image where a Docker daemon answers (this
 // machine has none and cannot pull base images).
 func TestDockerBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("short")
 	}

@@ -16,6 +16,7 @@ import (
 // how to start hookd instead; a key hookd does not know is named as such.
 // Neither leaves an endpoint behind.
 func TestListenForwardRefused(t *testing.T) {
+	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
 	dir := t.TempDir()
 	db := filepath.Join(dir, "hookd.db")
 	t.Setenv("HOOKD_MASTER_KEY", "")

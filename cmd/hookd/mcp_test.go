@@ -18,6 +18,7 @@ import (
 // launches it, and drives it with the SDK's client: as the local operator
 // it lists every op, creates an owner and acts on it.
 func TestMCPStdio(t *testing.T) {
+	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
 	db := filepath.Join(t.TempDir(), "hookd.db")
 	t.Setenv("HOOKD_MASTER_KEY", "")
 	t.Setenv("HOOKD_API_KEY", "")
@@ -92,6 +93,7 @@ func TestMCPStdioBadKey(t *testing.T) {
 // mcp exits 0 — 20 runs in a row (it answered about half of them when the
 // end of stdin cancelled the requests still queued).
 func TestMCPStdioClosedPipe(t *testing.T) {
+	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
 	db := filepath.Join(t.TempDir(), "hookd.db")
 	t.Setenv("HOOKD_MASTER_KEY", "")
 	t.Setenv("HOOKD_API_KEY", "")

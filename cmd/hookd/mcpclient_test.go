@@ -20,6 +20,7 @@ import (
 // tool's input and output schema with Ajv, creates an endpoint, gets a tool
 // error for a bad URL and lists the endpoint.
 func TestMCPOfficialClient(t *testing.T) {
+	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is needed for the official MCP client test (Debian package nodejs)")

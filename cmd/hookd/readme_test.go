@@ -122,6 +122,7 @@ func shape(s string) string {
 // printed, within a second of the publish, and the quick start's output
 // has the shape the README shows.
 func TestReadme(t *testing.T) {
+	// Not parallel: the README's commands bind the fixed ports 8080 and 9000–9002.
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("the README's quick start uses curl: install it (Debian package curl)")
 	}

@@ -13,6 +13,7 @@ import (
 // the advertised output schema), and events.publish refuses data that does
 // not match it, naming the field.
 func TestSchemaTools(t *testing.T) {
+	t.Parallel()
 	b := setup(t, dbtest.Engines()[0])
 	cs := connectHTTP(t, b, b.key("acme", owner.Admin))
 	schema := map[string]any{"type": "object", "required": []string{"amount"}, "properties": map[string]any{"amount": map[string]any{"type": "integer", "minimum": 0}}}

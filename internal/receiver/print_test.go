@@ -12,6 +12,7 @@ import (
 )
 
 func TestIsTerminal(t *testing.T) {
+	// Not parallel: t.Setenv (isTerminal reads NO_COLOR from the process environment).
 	t.Setenv("NO_COLOR", "")
 	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {

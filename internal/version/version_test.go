@@ -6,6 +6,7 @@ import (
 )
 
 func TestString(t *testing.T) {
+	t.Parallel()
 	vcs := func(kv ...string) *debug.BuildInfo {
 		bi := &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Version: "(devel)"}}
 		for i := 0; i+1 < len(kv); i += 2 {
