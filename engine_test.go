@@ -179,7 +179,7 @@ func TestFanoutTwiceEnqueuesOnce(t *testing.T) {
 		id := b.publish("twice.done", `{}`)
 		b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 		// Run fanout for the same event again, as a retried fanout job would.
-		if err := b.h.Engine.Fanout(context.Background(), id); err != nil {
+		if err := b.h.Delivery.Fanout(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(b.deliveries(ep.ID)); n != 1 {

@@ -48,7 +48,7 @@ func (t EventType) internal() event.Type {
 // profile's own types (offered to that profile's owners only), which win
 // over the others on a name: a profile's test event stays its own. Types a
 // previous start shared and this one does not are removed.
-func registerCatalog(ctx context.Context, db *store.DB, engine *delivery.Service, profiles *profile.Registry, cfg Config) error {
+func registerCatalog(ctx context.Context, db *store.DB, deliverySvc *delivery.Service, profiles *profile.Registry, cfg Config) error {
 	extra, err := event.LoadCatalogs(cfg.Catalogs)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func registerCatalog(ctx context.Context, db *store.DB, engine *delivery.Service
 		return err
 	}
 	for hash, sch := range schemas {
-		engine.KeepSchema(hash, sch)
+		deliverySvc.KeepSchema(hash, sch)
 	}
 	return nil
 }

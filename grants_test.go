@@ -282,7 +282,7 @@ func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 		}
 		first := publish()
 		var later string
-		b.h.Engine.SetHooks(&delivery.Hooks{BeforeFanoutTx: func(eventID string) {
+		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeFanoutTx: func(eventID string) {
 			if eventID != first || later != "" {
 				return
 			}
@@ -291,7 +291,7 @@ func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 			later = publish()
 		}})
 		b.fanoutNow(first)
-		b.h.Engine.SetHooks(nil)
+		b.h.Delivery.SetHooks(nil)
 		if later == "" {
 			t.Fatal("the hook never ran")
 		}

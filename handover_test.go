@@ -35,7 +35,7 @@ func TestHandOverLooksAfterRelease(t *testing.T) {
 		reached := make(chan struct{})
 		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
-		b.h.Engine.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
+		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
 			if id == ep.ID {
 				once.Do(func() { close(reached); <-proceed })
 			}
@@ -90,7 +90,7 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		reached := make(chan struct{})
 		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
-		b.h.Engine.SetHooks(&delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
+		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
 			if slices.Contains(deferred, ep.ID) {
 				once.Do(func() { close(reached); <-proceed })
 			}

@@ -54,11 +54,11 @@ import (
 // Hookd is hookd opened on a database: ready to publish, to serve its API,
 // and (after Start, or on your River client) to deliver.
 type Hookd struct {
-	cfg    Config
-	db     *store.DB
-	ownsDB bool // Close closes db (Open); not a pool or *sql.DB you passed
-	engine *delivery.Service
-	ops    *ops.Service
+	cfg      Config
+	db       *store.DB
+	ownsDB   bool // Close closes db (Open); not a pool or *sql.DB you passed
+	delivery *delivery.Service
+	ops      *ops.Service
 	// queue is the River client hookd inserts its jobs with: its own (an
 	// insert-only one unless Config.Work), or yours after UseRiver.
 	queue     store.Queue
@@ -75,7 +75,7 @@ type Hookd struct {
 func init() {
 	parts.Of = func(h any) *parts.Parts {
 		x := h.(*Hookd)
-		return &parts.Parts{DB: x.db, Engine: x.engine, Ops: x.ops, Queue: x.queue, API: x.api}
+		return &parts.Parts{DB: x.db, Delivery: x.delivery, Ops: x.ops, Queue: x.queue, API: x.api}
 	}
 }
 
@@ -148,7 +148,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		return nil, err
 	}
 	m := metrics.New(metrics.Config{Profiles: profiles.Names(), OwnerLabels: cfg.MetricsOwnerLabels, Process: true})
-	engine := delivery.New(delivery.Config{
+	deliverySvc := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
 		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
 		Scope:  scopePredicate(cfg.Scope),
@@ -157,19 +157,19 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Metrics: m, Tracer: tracer(cfg.TracerProvider),
 	})
-	if err := registerCatalog(ctx, db, engine, profiles, cfg); err != nil {
+	if err := registerCatalog(ctx, db, deliverySvc, profiles, cfg); err != nil {
 		return nil, err
 	}
 	if err := m.Register(&metrics.DBCollector{DB: db, Queues: []string{delivery.QueueFanout, delivery.QueueDeliver}, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
 		return nil, err
 	}
-	queue, err := db.NewRiver(riverConfig(cfg, engine, db.Engine))
+	queue, err := db.NewRiver(riverConfig(cfg, deliverySvc, db.Engine))
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Engine: engine, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
+	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
-		cfg: cfg, db: db, engine: engine, ops: opsSvc, queue: queue, ownRiver: queue,
+		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
 		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider},
 		metrics: m,
 	}

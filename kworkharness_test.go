@@ -124,7 +124,7 @@ func (b *bundle) deliveryOf(epID, eventID string) *deliveryOut {
 // waiting for something not to happen.
 func (b *bundle) fanoutNow(eventID string) {
 	b.t.Helper()
-	if err := b.h.Engine.Fanout(context.Background(), eventID); err != nil {
+	if err := b.h.Delivery.Fanout(context.Background(), eventID); err != nil {
 		b.t.Fatalf("fanout %s: %v", eventID, err)
 	}
 }

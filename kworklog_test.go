@@ -187,7 +187,7 @@ func TestKworkRetention(t *testing.T) {
 
 		prune := func() int64 {
 			t.Helper()
-			n, _, err := b.h.Engine.Prune(context.Background())
+			n, _, err := b.h.Delivery.Prune(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

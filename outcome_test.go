@@ -236,7 +236,7 @@ func TestDiscardedBeforeSending(t *testing.T) {
 		}, "endpoint disabled"},
 		{"event pruned", func(b *bundle, _, _ string) {
 			b.clock.Advance(31 * 24 * time.Hour)
-			if _, _, err := b.h.Engine.Prune(context.Background()); err != nil {
+			if _, _, err := b.h.Delivery.Prune(context.Background()); err != nil {
 				b.t.Fatal(err)
 			}
 		}, "event pruned"},

@@ -68,7 +68,7 @@ func (h *Hookd) publish(ctx context.Context, q *store.Q, evs []Event) ([]string,
 	for i, e := range evs {
 		in[i] = &event.Event{OwnerID: e.Owner, Type: e.Type, Subject: e.Subject, Data: e.Data, OccurredAt: e.OccurredAt, Tenant: e.Tenant, IdempotencyKey: e.IdempotencyKey}
 	}
-	out, err := h.engine.Publish(ctx, q, in)
+	out, err := h.delivery.Publish(ctx, q, in)
 	if err != nil {
 		return nil, err
 	}

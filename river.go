@@ -36,7 +36,7 @@ func (h *Hookd) AddWorkers(rc *river.Config) error {
 	if rc.Workers == nil {
 		rc.Workers = river.NewWorkers()
 	}
-	h.engine.Register(rc.Workers)
+	h.delivery.Register(rc.Workers)
 	if rc.Queues == nil {
 		rc.Queues = map[string]river.QueueConfig{}
 	}
@@ -45,7 +45,7 @@ func (h *Hookd) AddWorkers(rc *river.Config) error {
 			rc.Queues[name] = qc
 		}
 	}
-	rc.PeriodicJobs = append(rc.PeriodicJobs, h.engine.PeriodicJobs()...)
+	rc.PeriodicJobs = append(rc.PeriodicJobs, h.delivery.PeriodicJobs()...)
 	return nil
 }
 
@@ -83,9 +83,10 @@ func drainFor(cfg Config) time.Duration {
 	return max(d, 0)
 }
 
-// riverConfig is hookd's own River client's config; cfg has its defaults.
-func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.Config {
-	pg := eng == store.Postgres
+// riverConfig is hookd's own River client's config, with deliverySvc's
+// workers when cfg.Work; cfg has its defaults, backend is the database's
+// kind (fetch timings differ).
+func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Engine) *river.Config {
 	rc := &river.Config{
 		Logger:               cfg.Log.With("component", "river"),
 		JobTimeout:           cfg.JobTimeout,
@@ -99,13 +100,13 @@ func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.
 		// halves the latency p99 at 200 events/s and costs no throughput
 		// (docs/performance.md). SQLite has no notifications: the poll
 		// rules there, and a shorter cooldown changed nothing.
-		rc.FetchCooldown = map[bool]time.Duration{true: 2 * time.Millisecond, false: 10 * time.Millisecond}[pg]
+		rc.FetchCooldown = onBackend(backend, 2*time.Millisecond, 10*time.Millisecond)
 	}
 	if rc.FetchPollInterval == 0 {
 		// A job inserted in a transaction (all of hookd's) wakes River only
 		// through LISTEN/NOTIFY; on SQLite the poll is all there is, and on
 		// one in-process connection it costs a few cheap queries a second.
-		rc.FetchPollInterval = map[bool]time.Duration{true: 200 * time.Millisecond, false: 50 * time.Millisecond}[pg]
+		rc.FetchPollInterval = onBackend(backend, 200*time.Millisecond, 50*time.Millisecond)
 	}
 	if cfg.TracerProvider != nil {
 		// Spans for job inserts and work; the inserting span's context
@@ -118,8 +119,16 @@ func riverConfig(cfg Config, engine *delivery.Service, eng store.Engine) *river.
 		return rc // insert-only client: an API node, or your River runs the workers
 	}
 	rc.Workers = river.NewWorkers()
-	engine.Register(rc.Workers)
+	deliverySvc.Register(rc.Workers)
 	rc.Queues = hookdQueues(cfg.Workers)
-	rc.PeriodicJobs = engine.PeriodicJobs()
+	rc.PeriodicJobs = deliverySvc.PeriodicJobs()
 	return rc
+}
+
+// onBackend is postgres on PostgreSQL and sqlite on SQLite.
+func onBackend(backend store.Engine, postgres, sqlite time.Duration) time.Duration {
+	if backend == store.Postgres {
+		return postgres
+	}
+	return sqlite
 }

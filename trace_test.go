@@ -220,7 +220,7 @@ func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
 		const others = 3
 		first, release, queued := make(chan struct{}), make(chan struct{}), make(chan int, 100)
 		var sizes []int
-		b.h.Engine.SetHooks(&delivery.Hooks{
+		b.h.Delivery.SetHooks(&delivery.Hooks{
 			PublishQueued: func(n int) { queued <- n },
 			BeforePublishGroup: func(size int) {
 				sizes = append(sizes, size) // groups run one at a time

@@ -1,5 +1,5 @@
 // Package hookdtest gives this module's tests a Hookd with its internals
-// at hand: the public API plus the store, engine, ops and River client.
+// at hand: the public API plus the store, delivery service, ops and River client.
 package hookdtest
 
 import (

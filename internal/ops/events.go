@@ -58,7 +58,7 @@ func (in *PublishIn) event(ownerID string) *event.Event {
 // beside it (the engine's group commit): most producers publish one event
 // per request, and one commit per event is what bounds them.
 func (s *Service) publish(ctx context.Context, p Principal, in *PublishIn) (*delivery.Published, error) {
-	out, err := s.Engine.PublishOne(ctx, in.event(p.OwnerID))
+	out, err := s.Delivery.PublishOne(ctx, in.event(p.OwnerID))
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (s *Service) publishAll(ctx context.Context, evs []*event.Event) ([]deliver
 	var out []delivery.Published
 	err := s.DB.InTx(ctx, func(q *store.Q) error {
 		var err error
-		out, err = s.Engine.Publish(ctx, q, evs)
+		out, err = s.Delivery.Publish(ctx, q, evs)
 		return err
 	})
 	return out, err

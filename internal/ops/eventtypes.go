@@ -58,7 +58,7 @@ func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTyp
 	}
 	// Other processes compile it at their next publish of the type: they
 	// read its new hash with the type.
-	s.Engine.KeepSchema(t.SchemaHash, sch)
+	s.Delivery.KeepSchema(t.SchemaHash, sch)
 	return t, nil
 }
 

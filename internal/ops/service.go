@@ -16,7 +16,7 @@ import (
 // Service implements the ops.
 type Service struct {
 	DB       *store.DB
-	Engine   *delivery.Service
+	Delivery *delivery.Service
 	Profiles *profile.Registry
 	Sealer   *endpoint.Sealer
 	// Queue reads River's job rows (task pages, per-attempt errors).

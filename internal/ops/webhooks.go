@@ -258,7 +258,7 @@ func (s *Service) sendTest(ctx context.Context, p Principal, in *EndpointRef) (*
 	if !e.Enabled {
 		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before sending a test", e.ID)
 	}
-	pub, err := s.Engine.SendTest(ctx, e, prof)
+	pub, err := s.Delivery.SendTest(ctx, e, prof)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +345,7 @@ func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (
 	if !e.Enabled {
 		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before redelivering", e.ID)
 	}
-	n, err := s.Engine.Redeliver(ctx, e, prof)
+	n, err := s.Delivery.Redeliver(ctx, e, prof)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package parts reaches the internals of a *hookd.Hookd from inside this
-// module: the hookd command and the tests use the engine, the ops and the
-// store directly, while the public API keeps them unexported.
+// module: the hookd command and the tests use the delivery service, the
+// ops and the store directly, while the public API keeps them unexported.
 package parts
 
 import (
@@ -12,9 +12,9 @@ import (
 
 // Parts are what a Hookd is built from.
 type Parts struct {
-	DB     *store.DB
-	Engine *delivery.Service
-	Ops    *ops.Service
+	DB       *store.DB
+	Delivery *delivery.Service
+	Ops      *ops.Service
 	// Queue is the River client hookd inserts its jobs with: its own, or
 	// the application's after UseRiver.
 	Queue store.Queue
