@@ -163,7 +163,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err := m.Register(&metrics.DBCollector{DB: db, Queues: []string{delivery.QueueFanout, delivery.QueueDeliver}, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
 		return nil, err
 	}
-	queue, err := db.NewRiver(riverConfig(cfg, deliverySvc, db.Engine))
+	queue, err := db.NewRiver(riverConfig(cfg, deliverySvc, db.Backend))
 	if err != nil {
 		return nil, err
 	}

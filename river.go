@@ -86,7 +86,7 @@ func drainFor(cfg Config) time.Duration {
 // riverConfig is hookd's own River client's config, with deliverySvc's
 // workers when cfg.Work; cfg has its defaults, backend is the database's
 // kind (fetch timings differ).
-func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Engine) *river.Config {
+func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Backend) *river.Config {
 	rc := &river.Config{
 		Logger:               cfg.Log.With("component", "river"),
 		JobTimeout:           cfg.JobTimeout,
@@ -126,7 +126,7 @@ func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Engine
 }
 
 // onBackend is postgres on PostgreSQL and sqlite on SQLite.
-func onBackend(backend store.Engine, postgres, sqlite time.Duration) time.Duration {
+func onBackend(backend store.Backend, postgres, sqlite time.Duration) time.Duration {
 	if backend == store.Postgres {
 		return postgres
 	}

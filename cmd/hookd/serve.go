@@ -92,7 +92,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer h.Close()
-	engine := parts.Of(h).DB.Engine
+	backend := parts.Of(h).DB.Backend
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	api := http.NewServeMux()
 	api.Handle("/", h.Handler())
 	if *metricsAddr != "" {
-		msrv, ln, err := listen(*metricsAddr, probesMux(h, engine), errc)
+		msrv, ln, err := listen(*metricsAddr, probesMux(h, backend), errc)
 		if err != nil {
 			return err
 		}
@@ -117,11 +117,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		servers = append(servers, srv)
-		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, engine)
+		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, backend)
 	} else {
-		fmt.Fprintf(stdout, "hookd worker running (%s)\n", engine)
+		fmt.Fprintf(stdout, "hookd worker running (%s)\n", backend)
 	}
-	log.Info("hookd started", "role", *role, "engine", engine, "db", redactURL(f.db), "version", version.Get().Version, "tracing", tp != nil)
+	log.Info("hookd started", "role", *role, "engine", backend, "db", redactURL(f.db), "version", version.Get().Version, "tracing", tp != nil)
 
 	select {
 	case <-ctx.Done():
@@ -156,10 +156,10 @@ func listen(addr string, handler http.Handler, errc chan<- error) (*http.Server,
 
 // probesMux is the --metrics-addr listener: /metrics and the probes, no
 // API (a worker's only listener, usually).
-func probesMux(h *hookd.Hookd, engine store.Engine) http.Handler {
+func probesMux(h *hookd.Hookd, backend store.Backend) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h.MetricsHandler())
-	mux.Handle("GET /healthz", httpapi.Health(engine))
+	mux.Handle("GET /healthz", httpapi.Health(backend))
 	mux.Handle("GET /readyz", httpapi.Readiness(h.Ready, parts.Of(h).API.Log))
 	return mux
 }

@@ -173,7 +173,7 @@ func (s *Service) releaseLease(ctx context.Context, endpointID string, slot int,
 
 // preflight decides, from hookd's record, whether this job should send at
 // all; done=true means return ret without sending.
-func (s *Service) preflight(a *store.Attemptable, job *river.Job[DeliverArgs], now time.Time) (done bool, ret error) {
+func (s *Service) preflight(a *store.AttemptInput, job *river.Job[DeliverArgs], now time.Time) (done bool, ret error) {
 	d := a.Delivery
 	// River is at-least-once: a job whose completion had not reached the
 	// database when its process died (or that the rescuer took from a slow

@@ -58,7 +58,7 @@ func (s *Service) drain(ctx context.Context, ep *endpoint.Endpoint, slot int, ho
 		}
 		limit := min(rateBatch(ep, s.cfg.DrainBatch), most-sent)
 		var (
-			batch   []*store.Attemptable
+			batch   []*store.AttemptInput
 			blocked bool // ordered: the batch was cut before a delivery that may not go yet
 			err     error
 		)

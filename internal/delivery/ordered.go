@@ -43,7 +43,7 @@ func (s *Service) orderedWait(ctx context.Context, d *endpoint.Delivery, now tim
 // one that may not go now (a retry or a cooldown not yet due, or one
 // behind an event still awaiting its fanout). blocked: it was cut, and
 // the drain stops after sending what is before the cut.
-func (s *Service) orderedBatch(ctx context.Context, ep *endpoint.Endpoint, after string, limit int, now time.Time) (batch []*store.Attemptable, blocked bool, err error) {
+func (s *Service) orderedBatch(ctx context.Context, ep *endpoint.Endpoint, after string, limit int, now time.Time) (batch []*store.AttemptInput, blocked bool, err error) {
 	batch, err = s.db.Q().OrderedAttempts(ctx, ep.ID, after, limit)
 	if err != nil || len(batch) == 0 {
 		return nil, false, err
@@ -85,7 +85,7 @@ func (s *Service) fanoutAhead(ctx context.Context, ownerID, eventID string) (boo
 
 // orderedCursor is where a drain's next read starts past a: the event id
 // for an ordered endpoint (read in event order), else the delivery id.
-func orderedCursor(ep *endpoint.Endpoint, a *store.Attemptable) string {
+func orderedCursor(ep *endpoint.Endpoint, a *store.AttemptInput) string {
 	if ep.Ordered {
 		return a.Delivery.EventID
 	}

@@ -102,7 +102,7 @@ func (s *Service) fanoutTraces(ctx context.Context, q interface {
 // event's trace (linked to the holder's attempt), not the holder's. Nil
 // with tracing off; on a read error the drained spans fall back to the
 // holder's trace.
-func (s *Service) drainTraces(ctx context.Context, q *store.Q, batch []*store.Attemptable) map[int64][]byte {
+func (s *Service) drainTraces(ctx context.Context, q *store.Q, batch []*store.AttemptInput) map[int64][]byte {
 	if s.cfg.Tracer == nil || len(batch) == 0 {
 		return nil
 	}

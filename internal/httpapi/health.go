@@ -14,10 +14,10 @@ import (
 // Health answers GET /healthz: the process is alive (it asks nothing of the
 // database; /readyz does), with the build's version and VCS revision
 // (commit time and modified flag when known; else revision says unknown).
-func Health(engine store.Engine) http.HandlerFunc {
+func Health(backend store.Backend) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := version.Get()
-		out := map[string]any{"ok": true, "version": v.Version, "revision": v.RevisionText(), "engine": engine}
+		out := map[string]any{"ok": true, "version": v.Version, "revision": v.RevisionText(), "engine": backend}
 		if v.Revision != "" {
 			out["modified"] = v.Modified
 			if v.Time != "" {

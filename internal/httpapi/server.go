@@ -41,7 +41,7 @@ func (s *Server) Handler() http.Handler {
 	for _, op := range s.Ops.Ops() {
 		mux.Handle(op.Method+" "+op.Path, s.opHandler(op))
 	}
-	mux.HandleFunc("GET /healthz", Health(s.DB.Engine))
+	mux.HandleFunc("GET /healthz", Health(s.DB.Backend))
 	mux.HandleFunc("GET /readyz", Readiness(s.Ready, s.Log))
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
 	if s.Console != nil {

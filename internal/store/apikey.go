@@ -28,7 +28,7 @@ func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
 	if k.OwnerID != "" {
 		ownerID = k.OwnerID
 	}
-	_, err := q.q.exec(ctx, `INSERT INTO hookd_api_keys (id, owner_id, role, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	_, err := q.exec(ctx, `INSERT INTO hookd_api_keys (id, owner_id, role, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.ID, ownerID, string(k.Role), k.Hash, k.Prefix, ts(k.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create api key: %w", err)
@@ -38,10 +38,10 @@ func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
 
 // APIKeyByHash finds a key by its hash (revoked keys too: the caller checks).
 func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error) {
-	if q.tx == nil && q.db.Engine == Postgres {
+	if q.tx == nil && q.db.Backend == Postgres {
 		return q.db.sharedAPIKeyByHash(ctx, hash) // apikey_lookup.go
 	}
-	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))
+	k, err := scanAPIKey(q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.Unauthorized, "API key not recognised")
 	}
@@ -60,7 +60,7 @@ func (q *Q) AllAPIKeys(ctx context.Context) ([]*owner.APIKey, error) {
 
 // apiKeys lists the keys where selects, oldest first (never nil).
 func (q *Q) apiKeys(ctx context.Context, where string, args ...any) ([]*owner.APIKey, error) {
-	rs, err := q.q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys `+where+` ORDER BY created_at, id`, args...)
+	rs, err := q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -78,7 +78,7 @@ func (q *Q) apiKeys(ctx context.Context, where string, args ...any) ([]*owner.AP
 
 // RevokeAPIKey revokes one of ownerID's keys.
 func (q *Q) RevokeAPIKey(ctx context.Context, ownerID, id string, at int64) error {
-	n, err := q.q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND COALESCE(owner_id, '') = $2`, id, ownerID, at)
+	n, err := q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND COALESCE(owner_id, '') = $2`, id, ownerID, at)
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
@@ -91,14 +91,14 @@ func (q *Q) RevokeAPIKey(ctx context.Context, ownerID, id string, at int64) erro
 // RevokeAPIKeyByID revokes a key found by its id alone, whoever owns it
 // (the operator's lever on the command line). It returns the key.
 func (q *Q) RevokeAPIKeyByID(ctx context.Context, id string, at int64) (*owner.APIKey, error) {
-	k, err := scanAPIKey(q.q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE id = $1`, id))
+	k, err := scanAPIKey(q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE id = $1`, id))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "API key %q not found: 'hookd apikey list' shows every key's id", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("revoke api key: %w", err)
 	}
-	if _, err := q.q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, at); err != nil {
+	if _, err := q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, at); err != nil {
 		return nil, fmt.Errorf("revoke api key: %w", err)
 	}
 	return k, nil

@@ -25,12 +25,12 @@ import (
 	"modernc.org/sqlite" // the embedded engine
 )
 
-// Engine names a database engine.
-type Engine string
+// Backend names the database a DB runs on: embedded SQLite or PostgreSQL.
+type Backend string
 
 const (
-	SQLite   Engine = "sqlite"
-	Postgres Engine = "postgres"
+	SQLite   Backend = "sqlite"
+	Postgres Backend = "postgres"
 )
 
 // Config says which database to open.
@@ -50,7 +50,7 @@ type Config struct {
 
 // DB is an open hookd database.
 type DB struct {
-	Engine Engine
+	Backend Backend
 	// Path is the SQLite file (empty for PostgreSQL).
 	Path   string
 	schema string
@@ -67,7 +67,7 @@ type DB struct {
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {
-	return &DB{Engine: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB}}
+	return &DB{Backend: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB}}
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -195,7 +195,7 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	return &DB{Engine: Postgres, schema: cfg.Schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}}, nil
+	return &DB{Backend: Postgres, schema: cfg.Schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}}, nil
 }
 
 // createSchema creates schema if it is missing. IF NOT EXISTS is not safe
@@ -234,21 +234,21 @@ func (db *DB) SQLDB() *sql.DB { return db.sqlDB }
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Q returns the store's queries outside any transaction.
-func (db *DB) Q() *Q { return &Q{db: db, q: db.base} }
+func (db *DB) Q() *Q { return &Q{db: db, querier: db.base} }
 
 // InTx runs fn in one transaction: committed if fn returns nil, rolled back
 // otherwise. Never call out over the network inside fn.
 func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 	if db.pool != nil {
 		return classify(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			return fn(&Q{db: db, q: pgQuerier{tx}, tx: tx})
+			return fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx})
 		}))
 	}
 	tx, err := db.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Q{db: db, q: sqlQuerier{c: tx}, tx: tx}); err != nil {
+	if err := fn(&Q{db: db, querier: sqlQuerier{c: tx}, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -264,23 +264,25 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 func (db *DB) WithTx(tx any) (*Q, error) {
 	switch t := tx.(type) {
 	case *sql.Tx:
-		if db.Engine != SQLite {
+		if db.Backend != SQLite {
 			return nil, errors.New("a *sql.Tx was given, but hookd runs on PostgreSQL: pass a pgx.Tx")
 		}
-		return &Q{db: db, q: sqlQuerier{c: t}, tx: t}, nil
+		return &Q{db: db, querier: sqlQuerier{c: t}, tx: t}, nil
 	case pgx.Tx:
-		if db.Engine != Postgres {
+		if db.Backend != Postgres {
 			return nil, errors.New("a pgx.Tx was given, but hookd runs on SQLite: pass a *sql.Tx")
 		}
-		return &Q{db: db, q: pgQuerier{t}, tx: t}, nil
+		return &Q{db: db, querier: pgQuerier{t}, tx: t}, nil
 	}
 	return nil, fmt.Errorf("unsupported transaction type %T", tx)
 }
 
-// Q runs hookd's queries on a connection or inside a transaction.
+// Q runs hookd's queries on a connection or inside a transaction: its
+// methods write their SQL against the embedded querier (q.query, q.exec,
+// q.queryRow), which is that connection or transaction.
 type Q struct {
+	querier
 	db *DB
-	q  querier
 	tx any // the native transaction, nil outside one
 }
 
@@ -303,7 +305,7 @@ func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
 		return nil
 	}
 	st := deleteJobsStmt(ids)
-	if _, err := q.q.exec(ctx, st.sql, st.args...); err != nil {
+	if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
 		return fmt.Errorf("delete jobs: %w", err)
 	}
 	return nil
@@ -355,7 +357,7 @@ func FromPool(pool *pgxpool.Pool, schema string, log *slog.Logger) *DB {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &DB{Engine: Postgres, schema: schema, log: log, pool: pool, base: pgQuerier{pool}}
+	return &DB{Backend: Postgres, schema: schema, log: log, pool: pool, base: pgQuerier{pool}}
 }
 
 // Count runs a SELECT count(*) query (for tests and diagnostics).
@@ -377,7 +379,7 @@ func (db *DB) InTxRelaxed(ctx context.Context, fn func(q *Q) error) error {
 		return db.InTx(ctx, fn)
 	}
 	return db.InTx(ctx, func(q *Q) error {
-		if _, err := q.q.exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		if _, err := q.exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 			return err
 		}
 		return fn(q)
@@ -395,7 +397,7 @@ func (db *DB) Relaxed() *Q {
 	if db.pool == nil {
 		return db.Q()
 	}
-	return &Q{db: db, q: pgRelaxed{db.pool}}
+	return &Q{db: db, querier: pgRelaxed{db.pool}}
 }
 
 // Ping checks that the database answers a query.

@@ -50,7 +50,7 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 			byID[d.ID] = d
 		}
 		sb.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`)
-		rs, err := q.q.query(ctx, sb.String(), args...)
+		rs, err := q.query(ctx, sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert deliveries: %w", err)
 		}
@@ -72,7 +72,7 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 
 // FindDelivery returns the delivery of one event to one endpoint.
 func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endpoint.Delivery, error) {
-	d, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID))
+	d, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -86,7 +86,7 @@ func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endp
 func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, jobID int64) (bool, error) {
 	var state string
 	var job int64
-	err := q.q.queryRow(ctx, `SELECT state, job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID).Scan(&state, &job)
+	err := q.queryRow(ctx, `SELECT state, job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID).Scan(&state, &job)
 	if NotFound(err) {
 		return false, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -119,7 +119,7 @@ func (q *Q) RecordAttempt(ctx context.Context, a Attempt) error {
 	if a.Sent {
 		sent = 1
 	}
-	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
+	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
 		next_attempt_at = $6, finished_at = $7, updated_at = $8, job_id = CASE WHEN CAST($9 AS BIGINT) = 0 THEN job_id ELSE CAST($9 AS BIGINT) END WHERE id = $1`,
 		a.DeliveryID, sent, a.Status, a.Error, string(a.State), a.NextAttemptAt, finished, a.Now, a.JobID)
 	if err != nil {
@@ -196,7 +196,7 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 	if db.pool == nil {
 		return db.InTx(ctx, func(q *Q) error {
 			for _, st := range stmts {
-				if _, err := q.q.exec(ctx, st.sql, st.args...); err != nil {
+				if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
 					return fmt.Errorf("record drained: %w", err)
 				}
 			}
@@ -223,7 +223,7 @@ func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limi
 // FailedDeliveries returns up to limit failed deliveries of an endpoint,
 // oldest first (what redeliver re-enqueues).
 func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) ([]*endpoint.Delivery, error) {
-	rs, err := q.q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
+	rs, err := q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failed deliveries: %w", err)
 	}
@@ -242,7 +242,7 @@ func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) 
 // ResetDelivery puts a failed delivery back to pending under a new job,
 // with a fresh attempt budget (attempts counts the current job's attempts).
 func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) error {
-	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, attempts = 0, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
+	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, attempts = 0, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
 	if err != nil {
 		return fmt.Errorf("reset delivery: %w", err)
 	}
@@ -251,7 +251,7 @@ func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) erro
 
 // PruneDeliveries deletes up to limit deliveries that finished before cutoff.
 func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
+	n, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}
@@ -265,7 +265,7 @@ func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64
 // the table.
 func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64, endpointID, eventID string) (bool, error) {
 	var one int
-	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND owner_id = $3 AND job_id = $4`,
+	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND owner_id = $3 AND job_id = $4`,
 		endpointID, eventID, ownerID, jobID).Scan(&one)
 	if NotFound(err) {
 		return false, nil
@@ -279,7 +279,7 @@ func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64, endpointID
 // EndpointsWithDelivery returns the endpoints that already have a delivery
 // of eventID (what a repeated fanout must skip).
 func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[string]bool, error) {
-	rs, err := q.q.query(ctx, `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
+	rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
 	if err != nil {
 		return nil, fmt.Errorf("endpoints with delivery: %w", err)
 	}

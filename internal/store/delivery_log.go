@@ -52,7 +52,7 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 	}
 	args = append(args, f.Limit)
 	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rs, err := q.q.query(ctx, sb.String(), args...)
+	rs, err := q.query(ctx, sb.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -70,7 +70,7 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 
 // GetDelivery returns one delivery of one of an owner's endpoints.
 func (q *Q) GetDelivery(ctx context.Context, ownerID, endpointID, id string) (*endpoint.Delivery, error) {
-	d, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE id = $1 AND endpoint_id = $2 AND owner_id = $3`, id, endpointID, ownerID))
+	d, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE id = $1 AND endpoint_id = $2 AND owner_id = $3`, id, endpointID, ownerID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "delivery %q not found", id)
 	}
@@ -100,7 +100,7 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 	// one integer (deliveries in the high 32 bits, failures in the low):
 	// the same on both engines, where a second subquery scanned the range
 	// again.
-	rs, err := q.q.query(ctx, `SELECT e.id,
+	rs, err := q.query(ctx, `SELECT e.id,
 		(SELECT count(*) * 4294967296 + coalesce(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
 			FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2)
 		FROM hookd_endpoints e WHERE e.owner_id = $1 ORDER BY e.created_at, e.id`, ownerID, ts(since))
@@ -124,7 +124,7 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 	}
 	// The latest attempted delivery of each endpoint: one backwards step
 	// down its (endpoint_id, id) index each.
-	rs, err = q.q.query(ctx, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
+	rs, err = q.query(ctx, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
 		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 ORDER BY x.id DESC LIMIT 1)
 		WHERE e.owner_id = $1`, ownerID)
 	if err != nil {
@@ -159,7 +159,7 @@ func (q *Q) HourlyOutcomes(ctx context.Context, endpointID string, since time.Ti
 	for i := range out {
 		from := since.Add(time.Duration(i) * time.Hour)
 		h := &out[i]
-		err := q.q.queryRow(ctx, `SELECT COALESCE(sum(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END), 0), COALESCE(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0), count(*)
+		err := q.queryRow(ctx, `SELECT COALESCE(sum(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END), 0), COALESCE(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0), count(*)
 			FROM hookd_deliveries WHERE endpoint_id = $1 AND created_at >= $2 AND created_at < $3`, endpointID, ts(from), ts(from.Add(time.Hour))).Scan(&h.Delivered, &h.Failed, &h.Pending)
 		if err != nil {
 			return nil, fmt.Errorf("hourly outcomes: %w", err)

@@ -53,7 +53,7 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+	_, err = q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.GrantID, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt), signing,
 		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext)
 	if err != nil {
@@ -64,7 +64,7 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 
 // GetEndpoint returns one of an owner's endpoints ("" owner: any).
 func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endpoint, error) {
-	e, err := scanEndpoint(q.q.queryRow(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
+	e, err := scanEndpoint(q.queryRow(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
 	if NotFound(err) {
 		return nil, notFoundEndpoint(id)
 	}
@@ -74,7 +74,7 @@ func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endp
 // ListEndpoints returns an owner's endpoints, oldest first. enabledOnly
 // limits them to enabled ones (what fanout offers events to).
 func (q *Q) ListEndpoints(ctx context.Context, ownerID string, enabledOnly bool) ([]*endpoint.Endpoint, error) {
-	rs, err := q.q.query(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
+	rs, err := q.query(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints: %w", err)
 	}
@@ -101,7 +101,7 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET url = $3, description = $4, event_types = $5, secret_sealed = $6, scope_source = $7,
+	n, err := q.exec(ctx, `UPDATE hookd_endpoints SET url = $3, description = $4, event_types = $5, secret_sealed = $6, scope_source = $7,
 		enabled = $8, disabled_reason = $9, failing_since = $10, max_in_flight = $11, updated_at = $12, signing = $13,
 		headers = $14, rate_limit = $15, ordered = $16, trace_context = $17 WHERE id = $1 AND owner_id = $2`,
 		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.GrantID, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.UpdatedAt), signing,
@@ -118,7 +118,7 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 // DeleteEndpoint deletes one of an owner's endpoints with its deliveries and
 // leases.
 func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_endpoints WHERE id = $1 AND owner_id = $2`, id, ownerID)
+	n, err := q.exec(ctx, `DELETE FROM hookd_endpoints WHERE id = $1 AND owner_id = $2`, id, ownerID)
 	if err != nil {
 		return fmt.Errorf("delete endpoint: %w", err)
 	}
@@ -134,7 +134,7 @@ func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
 // the endpoint's failing_since and whether this call disabled it.
 func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now time.Time, rules endpoint.Rules, reason string) (failingSince int64, disabled bool, err error) {
 	at := now.UnixMicro()
-	err = q.q.queryRow(ctx, `UPDATE hookd_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since`, id, at).Scan(&failingSince)
+	err = q.queryRow(ctx, `UPDATE hookd_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING failing_since`, id, at).Scan(&failingSince)
 	if NotFound(err) {
 		return 0, false, notFoundEndpoint(id)
 	}
@@ -146,7 +146,7 @@ func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now time.Time, r
 	if !rules.ShouldDisable(&since, time.UnixMicro(at)) {
 		return failingSince, false, nil
 	}
-	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled = true`, id, reason, at)
+	n, err := q.exec(ctx, `UPDATE hookd_endpoints SET enabled = false, disabled_reason = $2, updated_at = $3 WHERE id = $1 AND enabled = true`, id, reason, at)
 	if err != nil {
 		return 0, false, fmt.Errorf("disable endpoint: %w", err)
 	}
@@ -156,7 +156,7 @@ func (q *Q) MarkEndpointFailing(ctx context.Context, id string, now time.Time, r
 // MarkEndpointHealthy clears failing_since after a success; cleared says
 // whether it was set (this call is the endpoint's recovery).
 func (q *Q) MarkEndpointHealthy(ctx context.Context, id string) (cleared bool, err error) {
-	n, err := q.q.exec(ctx, `UPDATE hookd_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, id)
+	n, err := q.exec(ctx, `UPDATE hookd_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, id)
 	if err != nil {
 		return false, fmt.Errorf("mark endpoint healthy: %w", err)
 	}

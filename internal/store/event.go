@@ -66,7 +66,7 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 			args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
 		}
 		sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
-		rs, err := q.q.query(ctx, sb.String(), args...)
+		rs, err := q.query(ctx, sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: %w", err)
 		}
@@ -89,7 +89,7 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 				continue
 			}
 			var id string
-			err := q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
+			err := q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
 			if err != nil {
 				return nil, fmt.Errorf("insert events: idempotency lookup: %w", err)
 			}
@@ -106,7 +106,7 @@ func (q *Q) OwnersWithEndpoints(ctx context.Context, owners []string) (map[strin
 	if len(owners) == 0 {
 		return out, nil
 	}
-	rs, err := q.q.query(ctx, `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
+	rs, err := q.query(ctx, `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
 	if err != nil {
 		return nil, fmt.Errorf("owners with endpoints: %w", err)
 	}
@@ -126,7 +126,7 @@ func (q *Q) OwnersWithEndpoints(ctx context.Context, owners []string) (map[strin
 
 // GetEvent returns one event of an owner ("" for any owner).
 func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, error) {
-	e, err := scanEvent(q.q.queryRow(ctx, `SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
+	e, err := scanEvent(q.queryRow(ctx, `SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "event %q not found", id)
 	}
@@ -136,7 +136,7 @@ func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, err
 // PruneEvents deletes up to limit events created before cutoff; it returns
 // how many it deleted.
 func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
+	n, err := q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)
 	}
@@ -148,7 +148,7 @@ func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, er
 // on PostgreSQL it locks them (skipping any another fanout has locked), so
 // call it inside the transaction that fans them out.
 func (q *Q) AwaitingFanout(ctx context.Context, ownerID, except string, limit int) ([]*event.Event, []int64, error) {
-	rs, err := q.q.query(ctx, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
+	rs, err := q.query(ctx, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
 		ORDER BY id LIMIT $3`+q.skipLocked(), ownerID, except, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
@@ -177,7 +177,7 @@ func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := q.q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0 WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...); err != nil {
+	if _, err := q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0 WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...); err != nil {
 		return fmt.Errorf("mark fanned out: %w", err)
 	}
 	return nil
@@ -188,11 +188,11 @@ func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
 // it). ok=false: another transaction holds it — a fanout that took the
 // event along, which enqueues its deliveries when it commits.
 func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
-	if q.db.Engine != Postgres {
+	if q.db.Backend != Postgres {
 		return true, nil
 	}
 	var got string
-	err = q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`, id).Scan(&got)
+	err = q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`, id).Scan(&got)
 	if NotFound(err) {
 		return false, nil // locked (or pruned: the fanout finds it gone next time)
 	}

@@ -26,7 +26,7 @@ const byName = ` FROM hookd_event_types t WHERE t.name = $2 AND ` + offered + ` 
 // PutEventType registers or updates an event type (OwnerID "" for the
 // catalog shared by every owner).
 func (q *Q) PutEventType(ctx context.Context, t *event.Type) error {
-	_, err := q.q.exec(ctx, `INSERT INTO hookd_event_types (owner_id, name, exposure, scoped, profile, description, data_schema, schema_hash, example, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	_, err := q.exec(ctx, `INSERT INTO hookd_event_types (owner_id, name, exposure, scoped, profile, description, data_schema, schema_hash, example, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (owner_id, name) DO UPDATE SET exposure = excluded.exposure, scoped = excluded.scoped, profile = excluded.profile, description = excluded.description,
 			data_schema = excluded.data_schema, schema_hash = excluded.schema_hash, example = excluded.example`,
 		t.OwnerID, t.Name, string(t.Exposure), t.Scoped, t.Profile, t.Description, string(t.Schema), t.SchemaHash, string(t.Example), ts(t.CreatedAt))
@@ -39,7 +39,7 @@ func (q *Q) PutEventType(ctx context.Context, t *event.Type) error {
 // KeepSharedEventTypes removes every shared type not named in keep: the
 // shared catalog is what the latest start loaded.
 func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
-	rs, err := q.q.query(ctx, `SELECT name FROM hookd_event_types WHERE owner_id = ''`)
+	rs, err := q.query(ctx, `SELECT name FROM hookd_event_types WHERE owner_id = ''`)
 	if err != nil {
 		return fmt.Errorf("shared event types: %w", err)
 	}
@@ -63,7 +63,7 @@ func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
 		return fmt.Errorf("shared event types: %w", err)
 	}
 	for _, n := range gone {
-		if _, err := q.q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = '' AND name = $1`, n); err != nil {
+		if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = '' AND name = $1`, n); err != nil {
 			return fmt.Errorf("drop shared event type %s: %w", n, err)
 		}
 	}
@@ -74,7 +74,7 @@ func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
 // ones offered to it (to every owner, or to its profile) that it has not
 // registered itself, by name.
 func (q *Q) ListEventTypes(ctx context.Context, ownerID string) ([]*event.Type, error) {
-	rs, err := q.q.query(ctx, `SELECT `+typeColumns+` FROM hookd_event_types t
+	rs, err := q.query(ctx, `SELECT `+typeColumns+` FROM hookd_event_types t
 		WHERE `+effective+` ORDER BY t.name`, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list event types: %w", err)
@@ -113,7 +113,7 @@ func scanType(r interface{ Scan(...any) error }) (*event.Type, error) {
 // GetEventType returns the type an owner sees by a name: its own
 // registration, else the shared one offered to it.
 func (q *Q) GetEventType(ctx context.Context, ownerID, name string) (*event.Type, error) {
-	t, err := scanType(q.q.queryRow(ctx, `SELECT `+typeColumns+byName, ownerID, name))
+	t, err := scanType(q.queryRow(ctx, `SELECT `+typeColumns+byName, ownerID, name))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "event type %q is not registered: register it with PUT /api/admin/event_types/%s", name, name)
 	}
@@ -144,7 +144,7 @@ type Rule struct {
 // it. Unregistered types are Internal, with no schema.
 func (q *Q) TypeRule(ctx context.Context, ownerID, name string) (Rule, error) {
 	var exp, hash string
-	err := q.q.queryRow(ctx, `SELECT t.exposure, t.schema_hash`+byName, ownerID, name).Scan(&exp, &hash)
+	err := q.queryRow(ctx, `SELECT t.exposure, t.schema_hash`+byName, ownerID, name).Scan(&exp, &hash)
 	if NotFound(err) {
 		return Rule{Exposure: event.Internal}, nil
 	}
@@ -160,7 +160,7 @@ func (q *Q) TypeRule(ctx context.Context, ownerID, name string) (Rule, error) {
 // schema is the newer one, and the publish checks against that.
 func (q *Q) TypeSchema(ctx context.Context, ownerID, name string) ([]byte, string, error) {
 	var s, hash string
-	err := q.q.queryRow(ctx, `SELECT t.data_schema, t.schema_hash`+byName, ownerID, name).Scan(&s, &hash)
+	err := q.queryRow(ctx, `SELECT t.data_schema, t.schema_hash`+byName, ownerID, name).Scan(&s, &hash)
 	if err != nil && !NotFound(err) {
 		return nil, "", fmt.Errorf("event type schema: %w", err)
 	}
@@ -170,7 +170,7 @@ func (q *Q) TypeSchema(ctx context.Context, ownerID, name string) ([]byte, strin
 // ScopedTypes returns the names of the types that are scoped for an owner
 // (usually none or one): fanout judges scope only for these.
 func (q *Q) ScopedTypes(ctx context.Context, ownerID string) (map[string]bool, error) {
-	rs, err := q.q.query(ctx, `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `+effective, ownerID)
+	rs, err := q.query(ctx, `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `+effective, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("scoped event types: %w", err)
 	}

@@ -37,7 +37,7 @@ func (db *DB) InTxForeground(ctx context.Context, fn func(q *Q) error) error {
 		return db.InTx(ctx, fn)
 	}
 	return classify(pgx.BeginFunc(ctx, db.fgPool, func(tx pgx.Tx) error {
-		return fn(&Q{db: db, q: pgQuerier{tx}, tx: tx})
+		return fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx})
 	}))
 }
 

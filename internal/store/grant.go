@@ -60,7 +60,7 @@ func (q *Q) CreateGrant(ctx context.Context, g *scope.Grant) error {
 	if err != nil {
 		return err
 	}
-	if _, err := q.q.exec(ctx, `INSERT INTO hookd_grants (`+grantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	if _, err := q.exec(ctx, `INSERT INTO hookd_grants (`+grantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		g.ID, g.OwnerID, g.Description, allow, deny, g.PublishedOnly, tsPtr(g.ExpiresAt), tsPtr(g.RevokedAt), ts(g.CreatedAt), ts(g.UpdatedAt)); err != nil {
 		return fmt.Errorf("create grant: %w", err)
 	}
@@ -69,7 +69,7 @@ func (q *Q) CreateGrant(ctx context.Context, g *scope.Grant) error {
 
 // GetGrant returns one of an owner's grants.
 func (q *Q) GetGrant(ctx context.Context, ownerID, id string) (*scope.Grant, error) {
-	g, err := scanGrant(q.q.queryRow(ctx, `SELECT `+grantCols+` FROM hookd_grants WHERE id = $1 AND owner_id = $2`, id, ownerID))
+	g, err := scanGrant(q.queryRow(ctx, `SELECT `+grantCols+` FROM hookd_grants WHERE id = $1 AND owner_id = $2`, id, ownerID))
 	if NotFound(err) {
 		return nil, notFoundGrant(id)
 	}
@@ -102,7 +102,7 @@ func (q *Q) GrantsByID(ctx context.Context, ownerID string, ids []string) (map[s
 }
 
 func (q *Q) grants(ctx context.Context, sql string, args ...any) ([]*scope.Grant, error) {
-	rs, err := q.q.query(ctx, sql, args...)
+	rs, err := q.query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list grants: %w", err)
 	}
@@ -125,7 +125,7 @@ func (q *Q) UpdateGrant(ctx context.Context, g *scope.Grant) error {
 	if err != nil {
 		return err
 	}
-	n, err := q.q.exec(ctx, `UPDATE hookd_grants SET description = $3, allow = $4, deny = $5, published_only = $6, expires_at = $7, revoked_at = $8, updated_at = $9
+	n, err := q.exec(ctx, `UPDATE hookd_grants SET description = $3, allow = $4, deny = $5, published_only = $6, expires_at = $7, revoked_at = $8, updated_at = $9
 		WHERE id = $1 AND owner_id = $2`,
 		g.ID, g.OwnerID, g.Description, allow, deny, g.PublishedOnly, tsPtr(g.ExpiresAt), tsPtr(g.RevokedAt), ts(g.UpdatedAt))
 	if err != nil {
@@ -140,7 +140,7 @@ func (q *Q) UpdateGrant(ctx context.Context, g *scope.Grant) error {
 // DeleteGrant deletes one of an owner's grants. Endpoints that name it
 // keep the id and admit nothing of scoped types until given another.
 func (q *Q) DeleteGrant(ctx context.Context, ownerID, id string) error {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_grants WHERE id = $1 AND owner_id = $2`, id, ownerID)
+	n, err := q.exec(ctx, `DELETE FROM hookd_grants WHERE id = $1 AND owner_id = $2`, id, ownerID)
 	if err != nil {
 		return fmt.Errorf("delete grant: %w", err)
 	}

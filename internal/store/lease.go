@@ -10,11 +10,11 @@ func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
 	if n < 1 {
 		n = 1
 	}
-	if _, err := q.q.exec(ctx, `DELETE FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND slot >= $2`, endpointID, n); err != nil {
+	if _, err := q.exec(ctx, `DELETE FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND slot >= $2`, endpointID, n); err != nil {
 		return fmt.Errorf("resize leases: %w", err)
 	}
 	for slot := 0; slot < n; slot++ {
-		if _, err := q.q.exec(ctx, `INSERT INTO hookd_endpoint_leases (endpoint_id, slot) VALUES ($1, $2) ON CONFLICT (endpoint_id, slot) DO NOTHING`, endpointID, slot); err != nil {
+		if _, err := q.exec(ctx, `INSERT INTO hookd_endpoint_leases (endpoint_id, slot) VALUES ($1, $2) ON CONFLICT (endpoint_id, slot) DO NOTHING`, endpointID, slot); err != nil {
 			return fmt.Errorf("resize leases: %w", err)
 		}
 	}
@@ -32,7 +32,7 @@ func (q *Q) resizeLeases(ctx context.Context, endpointID string, n int) error {
 // outer WHERE re-checks busy_until under the row lock: never two holders of
 // one slot.
 func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until int64) (slot int, ok bool, err error) {
-	err = q.q.queryRow(ctx, `UPDATE hookd_endpoint_leases SET busy_until = $4, holder = $2
+	err = q.queryRow(ctx, `UPDATE hookd_endpoint_leases SET busy_until = $4, holder = $2
 		WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2)
 		  AND slot = (SELECT slot FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND (busy_until <= $3 OR holder = $2) ORDER BY holder = $2 DESC, slot LIMIT 1`+q.skipLocked()+`)
 		RETURNING slot`, endpointID, holder, now, until).Scan(&slot)
@@ -50,7 +50,7 @@ func (q *Q) TakeLease(ctx context.Context, endpointID string, holder, now, until
 // one, instead of queueing on the same row and finding it gone. SQLite has
 // one writer at a time and no such clause.
 func (q *Q) skipLocked() string {
-	if q.db.Engine == Postgres {
+	if q.db.Backend == Postgres {
 		return ` FOR UPDATE SKIP LOCKED`
 	}
 	return ``
@@ -58,7 +58,7 @@ func (q *Q) skipLocked() string {
 
 // ReleaseLease frees a slot, if holder still holds it.
 func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holder int64) error {
-	_, err := q.q.exec(ctx, `UPDATE hookd_endpoint_leases SET busy_until = 0, holder = 0 WHERE endpoint_id = $1 AND slot = $2 AND holder = $3`, endpointID, slot, holder)
+	_, err := q.exec(ctx, `UPDATE hookd_endpoint_leases SET busy_until = 0, holder = 0 WHERE endpoint_id = $1 AND slot = $2 AND holder = $3`, endpointID, slot, holder)
 	if err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -68,7 +68,7 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 // ClaimDelivery claims a pending delivery for sending until `until`, if it
 // still has the attempts the caller read and nobody else holds a claim.
 func (q *Q) ClaimDelivery(ctx context.Context, id string, attempts int, now, until int64) (bool, error) {
-	n, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
+	n, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
 		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`, id, attempts, now, until)
 	if err != nil {
 		return false, fmt.Errorf("claim delivery: %w", err)
@@ -89,7 +89,7 @@ func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int,
 	// The candidates are picked once, in a materialized CTE: PostgreSQL may
 	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
 	// more than limit.
-	rs, err := q.q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
+	rs, err := q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
 		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
 		UPDATE hookd_deliveries SET claimed_until = $3
 		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
@@ -115,7 +115,7 @@ func (q *Q) ReleaseClaims(ctx context.Context, deliveryIDs []string) error {
 	if len(deliveryIDs) == 0 {
 		return nil
 	}
-	_, err := q.q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL WHERE `+stillPending+` AND id IN (`+placeholders(1, len(deliveryIDs))+`)`, anys(deliveryIDs)...)
+	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL WHERE `+stillPending+` AND id IN (`+placeholders(1, len(deliveryIDs))+`)`, anys(deliveryIDs)...)
 	if err != nil {
 		return fmt.Errorf("release claims: %w", err)
 	}
@@ -130,7 +130,7 @@ func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) 
 	for len(endpointIDs) > 0 {
 		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
 		endpointIDs = endpointIDs[len(chunk):]
-		rs, err := q.q.query(ctx, `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
+		rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
 			GROUP BY endpoint_id HAVING min(busy_until) > $1`, append([]any{now}, anys(chunk)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("busy endpoints: %w", err)

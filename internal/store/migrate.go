@@ -124,7 +124,7 @@ func (db *DB) logApplied(ctx context.Context, river *rivermigrate.MigrateResult,
 func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(*Q) error) error) ([]int, error) {
 	var applied []int
 	err := inTx(ctx, func(q *Q) error {
-		_, err := q.q.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`)
+		_, err := q.exec(ctx, `CREATE TABLE IF NOT EXISTS hookd_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`)
 		return err
 	})
 	if err != nil {
@@ -148,7 +148,7 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 		did := false
 		err = inTx(ctx, func(q *Q) error {
 			var n int
-			if err := q.q.queryRow(ctx, `SELECT count(*) FROM hookd_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+			if err := q.queryRow(ctx, `SELECT count(*) FROM hookd_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 				return err
 			}
 			did = false // a retried transaction starts over
@@ -156,11 +156,11 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 				return nil
 			}
 			for _, stmt := range splitSQL(string(body)) {
-				if _, err := q.q.exec(ctx, stmt); err != nil {
+				if _, err := q.exec(ctx, stmt); err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
 			}
-			_, err := q.q.exec(ctx, `INSERT INTO hookd_migrations (version, applied_at) VALUES ($1, $2)`, version, ts(time.Now()))
+			_, err := q.exec(ctx, `INSERT INTO hookd_migrations (version, applied_at) VALUES ($1, $2)`, version, ts(time.Now()))
 			did = err == nil
 			return err
 		})

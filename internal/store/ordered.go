@@ -13,7 +13,7 @@ import (
 // OrderedHead returns an ordered endpoint's head: its pending delivery of
 // the oldest event (nil: none pending).
 func (q *Q) OrderedHead(ctx context.Context, endpointID string) (*endpoint.Delivery, error) {
-	head, err := scanDelivery(q.q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending'
+	head, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'pending'
 		ORDER BY event_id LIMIT 1`, endpointID))
 	if NotFound(err) {
 		return nil, nil
@@ -29,7 +29,7 @@ func (q *Q) OrderedHead(ctx context.Context, endpointID string) (*endpoint.Deliv
 // any younger event's.
 func (q *Q) OldestAwaitingFanout(ctx context.Context, ownerID string) (string, error) {
 	var id string
-	err := q.q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 ORDER BY id LIMIT 1`, ownerID).Scan(&id)
+	err := q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 ORDER BY id LIMIT 1`, ownerID).Scan(&id)
 	if NotFound(err) {
 		return "", nil
 	}
@@ -43,7 +43,7 @@ func (q *Q) OldestAwaitingFanout(ctx context.Context, ownerID string) (string, e
 // deliveries in publish (event id) order, past the event id after ("" for
 // none), with everything an attempt needs: the drain of an ordered
 // endpoint sends them in this order and stops at the first it may not send.
-func (q *Q) OrderedAttempts(ctx context.Context, endpointID, after string, limit int) ([]*Attemptable, error) {
+func (q *Q) OrderedAttempts(ctx context.Context, endpointID, after string, limit int) ([]*AttemptInput, error) {
 	return q.attempts(ctx, "ordered attempts", attemptSelect+`d.endpoint_id = $1 AND d.state = 'pending' AND d.event_id > $2
 		ORDER BY d.event_id LIMIT $3`, endpointID, after, limit)
 }

@@ -34,7 +34,7 @@ func (q *Q) CreateOwner(ctx context.Context, o *owner.Owner) error {
 	if err != nil {
 		return err
 	}
-	n, err := q.q.exec(ctx, `INSERT INTO hookd_owners (`+ownerCols+`) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
+	n, err := q.exec(ctx, `INSERT INTO hookd_owners (`+ownerCols+`) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
 		o.ID, o.Profile, string(attrs), ts(o.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create owner: %w", err)
@@ -47,7 +47,7 @@ func (q *Q) CreateOwner(ctx context.Context, o *owner.Owner) error {
 
 // GetOwner returns one owner, or a NotFound error.
 func (q *Q) GetOwner(ctx context.Context, id string) (*owner.Owner, error) {
-	o, err := scanOwner(q.q.queryRow(ctx, `SELECT `+ownerCols+` FROM hookd_owners WHERE id = $1`, id))
+	o, err := scanOwner(q.queryRow(ctx, `SELECT `+ownerCols+` FROM hookd_owners WHERE id = $1`, id))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "owner %q not found", id)
 	}
@@ -56,7 +56,7 @@ func (q *Q) GetOwner(ctx context.Context, id string) (*owner.Owner, error) {
 
 // ListOwners returns every owner, oldest first.
 func (q *Q) ListOwners(ctx context.Context) ([]*owner.Owner, error) {
-	rs, err := q.q.query(ctx, `SELECT `+ownerCols+` FROM hookd_owners ORDER BY created_at, id`)
+	rs, err := q.query(ctx, `SELECT `+ownerCols+` FROM hookd_owners ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list owners: %w", err)
 	}
@@ -78,7 +78,7 @@ func (q *Q) UpdateOwner(ctx context.Context, o *owner.Owner) error {
 	if err != nil {
 		return err
 	}
-	n, err := q.q.exec(ctx, `UPDATE hookd_owners SET profile = $2, attributes = $3 WHERE id = $1`, o.ID, o.Profile, string(attrs))
+	n, err := q.exec(ctx, `UPDATE hookd_owners SET profile = $2, attributes = $3 WHERE id = $1`, o.ID, o.Profile, string(attrs))
 	if err != nil {
 		return fmt.Errorf("update owner: %w", err)
 	}
@@ -91,10 +91,10 @@ func (q *Q) UpdateOwner(ctx context.Context, o *owner.Owner) error {
 // DeleteOwner deletes an owner with its keys, endpoints, events, deliveries
 // and event types.
 func (q *Q) DeleteOwner(ctx context.Context, id string) error {
-	if _, err := q.q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = $1`, id); err != nil {
+	if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = $1`, id); err != nil {
 		return fmt.Errorf("delete owner: %w", err)
 	}
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_owners WHERE id = $1`, id)
+	n, err := q.exec(ctx, `DELETE FROM hookd_owners WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("delete owner: %w", err)
 	}

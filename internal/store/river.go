@@ -126,12 +126,12 @@ func (db *DB) UseRiver(client any) (Queue, error) {
 	var q queue
 	switch c := client.(type) {
 	case *river.Client[pgx.Tx]:
-		if db.Engine != Postgres {
+		if db.Backend != Postgres {
 			return nil, errors.New("a River client on pgx was given, but hookd runs on SQLite: pass your *river.Client[*sql.Tx] (riversqlite)")
 		}
 		q = riverQueue[pgx.Tx]{c}
 	case *river.Client[*sql.Tx]:
-		if db.Engine != SQLite {
+		if db.Backend != SQLite {
 			return nil, errors.New("a River client on database/sql was given, but hookd runs on PostgreSQL: pass your *river.Client[pgx.Tx] (riverpgxv5)")
 		}
 		q = riverQueue[*sql.Tx]{c}
@@ -153,10 +153,10 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 		return out, nil
 	}
 	col := `metadata`
-	if q.db.Engine != Postgres {
+	if q.db.Backend != Postgres {
 		col = `json(metadata)` // River's SQLite schema stores it as JSONB: read it back as JSON text
 	}
-	rs, err := q.q.query(ctx, `SELECT id, `+col+` FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
+	rs, err := q.query(ctx, `SELECT id, `+col+` FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("job metadata: %w", err)
 	}

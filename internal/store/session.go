@@ -22,7 +22,7 @@ type Session struct {
 
 // CreateSession stores a session by its token's hash.
 func (q *Q) CreateSession(ctx context.Context, hash []byte, keyID, ownerID string, created, expires time.Time) error {
-	_, err := q.q.exec(ctx, `INSERT INTO hookd_console_sessions (hash, key_id, owner_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+	_, err := q.exec(ctx, `INSERT INTO hookd_console_sessions (hash, key_id, owner_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		hash, keyID, ownerID, ts(created), ts(expires))
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
@@ -37,7 +37,7 @@ func (q *Q) SessionByHash(ctx context.Context, hash []byte, now time.Time) (*Ses
 	var s Session
 	var expires int64
 	var revoked *int64
-	err := q.q.queryRow(ctx, `SELECT s.key_id, k.role, COALESCE(k.owner_id, ''), s.owner_id, k.revoked_at, s.expires_at
+	err := q.queryRow(ctx, `SELECT s.key_id, k.role, COALESCE(k.owner_id, ''), s.owner_id, k.revoked_at, s.expires_at
 		FROM hookd_console_sessions s JOIN hookd_api_keys k ON k.id = s.key_id WHERE s.hash = $1 AND s.expires_at > $2`, hash, ts(now)).
 		Scan(&s.KeyID, &s.Role, &s.KeyOwner, &s.OwnerID, &revoked, &expires)
 	if NotFound(err) {
@@ -53,7 +53,7 @@ func (q *Q) SessionByHash(ctx context.Context, hash []byte, now time.Time) (*Ses
 
 // SetSessionOwner changes the owner a session acts on.
 func (q *Q) SetSessionOwner(ctx context.Context, hash []byte, ownerID string) error {
-	if _, err := q.q.exec(ctx, `UPDATE hookd_console_sessions SET owner_id = $2 WHERE hash = $1`, hash, ownerID); err != nil {
+	if _, err := q.exec(ctx, `UPDATE hookd_console_sessions SET owner_id = $2 WHERE hash = $1`, hash, ownerID); err != nil {
 		return fmt.Errorf("set session owner: %w", err)
 	}
 	return nil
@@ -61,7 +61,7 @@ func (q *Q) SetSessionOwner(ctx context.Context, hash []byte, ownerID string) er
 
 // DeleteSession ends a session (sign-out, or a revoked key seen).
 func (q *Q) DeleteSession(ctx context.Context, hash []byte) error {
-	if _, err := q.q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE hash = $1`, hash); err != nil {
+	if _, err := q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE hash = $1`, hash); err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return nil
@@ -69,7 +69,7 @@ func (q *Q) DeleteSession(ctx context.Context, hash []byte) error {
 
 // DeleteKeySessions ends every session of a key (it was revoked).
 func (q *Q) DeleteKeySessions(ctx context.Context, keyID string) error {
-	if _, err := q.q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE key_id = $1`, keyID); err != nil {
+	if _, err := q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE key_id = $1`, keyID); err != nil {
 		return fmt.Errorf("delete key sessions: %w", err)
 	}
 	return nil
@@ -77,7 +77,7 @@ func (q *Q) DeleteKeySessions(ctx context.Context, keyID string) error {
 
 // PruneSessions deletes sessions that expired before now.
 func (q *Q) PruneSessions(ctx context.Context, now time.Time) (int64, error) {
-	n, err := q.q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE expires_at <= $1`, ts(now))
+	n, err := q.exec(ctx, `DELETE FROM hookd_console_sessions WHERE expires_at <= $1`, ts(now))
 	if err != nil {
 		return 0, fmt.Errorf("prune sessions: %w", err)
 	}

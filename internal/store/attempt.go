@@ -13,8 +13,9 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 )
 
-// Attemptable is everything one delivery attempt needs, read in one query.
-type Attemptable struct {
+// AttemptInput is everything one delivery attempt needs, read in one query:
+// the delivery with its endpoint, owner and event.
+type AttemptInput struct {
 	Delivery *endpoint.Delivery
 	Endpoint *endpoint.Endpoint
 	Owner    *owner.Owner
@@ -38,8 +39,8 @@ const attemptSelect = `SELECT
 // LoadAttempt reads a delivery with its endpoint, owner and event in one
 // round trip (the deliver worker's hot path). NotFound when the delivery is
 // gone (its endpoint was deleted).
-func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attemptable, error) {
-	a, err := scanAttempt(q.q.queryRow(ctx, attemptSelect+`d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID))
+func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*AttemptInput, error) {
+	a, err := scanAttempt(q.queryRow(ctx, attemptSelect+`d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -51,7 +52,7 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 
 // LoadAttempts reads the deliveries with these ids (those that still
 // exist), oldest first, in one round trip: what a lease drain sends next.
-func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*Attemptable, error) {
+func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*AttemptInput, error) {
 	if len(deliveryIDs) == 0 {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*Attempta
 // attempt needs, in one query and without claiming them: for the holder
 // of an exclusive lease, whom nobody else can send beside. after is as for
 // ClaimFresh.
-func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*Attemptable, error) {
+func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*AttemptInput, error) {
 	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
 		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
 }
@@ -83,7 +84,7 @@ var freshAt2, freshAt2D = fresh(""), fresh("d.")
 // ClaimFresh would read.
 func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
 	var one int
-	err := q.q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
+	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
 	if NotFound(err) {
 		return false, nil
 	}
@@ -93,13 +94,13 @@ func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, e
 	return true, nil
 }
 
-func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*Attemptable, error) {
-	rs, err := q.q.query(ctx, query, args...)
+func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*AttemptInput, error) {
+	rs, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rs.Close()
-	var out []*Attemptable
+	var out []*AttemptInput
 	for rs.Next() {
 		a, err := scanAttempt(rs)
 		if err != nil {
@@ -113,9 +114,9 @@ func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*A
 	return out, nil
 }
 
-func scanAttempt(r row) (*Attemptable, error) {
+func scanAttempt(r row) (*AttemptInput, error) {
 	var (
-		a                                 Attemptable
+		a                                 AttemptInput
 		d                                 endpoint.Delivery
 		e                                 endpoint.Endpoint
 		o                                 owner.Owner
