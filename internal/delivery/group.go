@@ -27,10 +27,12 @@ import (
 // idempotency result (two callers of one group with one key are answered as
 // if they had come one after the other) and its own error. Validation runs
 // in the caller before it joins (prepare), so a bad event fails only its
-// own caller. The check of data against its type's schema needs the type's
-// row, which the group reads anyway (one read per owner and type for the
-// whole group): it runs in the group's transaction before any write
-// (admit), and a refused caller is answered alone while the others commit.
+// own caller. The check of data against its type's schema runs in the
+// caller too, against the schema its type had at the last publish
+// (precheck, schema.go); the group's transaction reads each type's rule
+// (one read per owner and type for the whole group) and keeps the
+// caller's verdict if the schema is still the same, else checks again
+// (admit). A refused caller is answered alone while the others commit.
 // If the shared transaction fails before its commit, every
 // caller of the group is retried in a transaction of its own, so no caller
 // is answered with another's failure; a failed commit (its outcome unknown)
@@ -50,8 +52,11 @@ type publishCall struct {
 	// transaction runs in one caller's context, so each event's fanout
 	// job carries its own caller's trace explicitly.
 	trace map[string]string
-	out   Published
-	err   error
+	// pre is precheck's verdict on the event's data, reached before the
+	// caller joined the group.
+	pre checked
+	out Published
+	err error
 }
 
 var errNotRun = errors.New("publish: its group commit did not run")
@@ -88,6 +93,9 @@ func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published,
 		return Published{}, err
 	}
 	c := &publishCall{ev: ev, err: errNotRun}
+	if pre := s.precheck([]*event.Event{ev}); pre != nil {
+		c.pre = pre[0]
+	}
 	if s.cfg.Tracer != nil {
 		c.trace = tracing.Carrier(ctx)
 	}
@@ -152,10 +160,11 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 // publish, and the others commit as if it had not come.
 func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publishCall) (admitted []*publishCall, out []Published, err error) {
 	evs := make([]*event.Event, len(calls))
+	pre := make([]checked, len(calls))
 	for i, c := range calls {
-		evs[i] = c.ev
+		evs[i], pre[i] = c.ev, c.pre
 	}
-	rules, refused, err := s.admit(ctx, q, evs)
+	rules, refused, err := s.admit(ctx, q, evs, pre)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,7 +64,7 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
-	rules, refused, err := s.admit(ctx, q, evs)
+	rules, refused, err := s.admit(ctx, q, evs, s.precheck(evs))
 	if err != nil {
 		return nil, err
 	}
@@ -112,71 +112,6 @@ func (s *Service) prepare(evs []*event.Event, by publisher) error {
 		ev.OccurredAt = ev.OccurredAt.UTC()
 	}
 	return nil
-}
-
-// admit reads the rule of each event's type in q's transaction (one read
-// per owner and type) and checks the event's data against the type's
-// schema. refused[i] is event i's refusal (nil: admitted); err is a
-// failure of the reads, which admits nothing. It writes nothing, so a
-// group commit answers a refused caller alone and goes on with the others.
-func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event) (rules []store.Rule, refused []error, err error) {
-	type key struct{ owner, typ string }
-	seen := map[key]store.Rule{}
-	rules = make([]store.Rule, len(evs))
-	refused = make([]error, len(evs))
-	for i, ev := range evs {
-		k := key{ev.OwnerID, ev.Type}
-		r, ok := seen[k]
-		if !ok {
-			if r, err = q.TypeRule(ctx, ev.OwnerID, ev.Type); err != nil {
-				return nil, nil, err
-			}
-			seen[k] = r
-		}
-		rules[i] = r
-		if r.SchemaHash == "" {
-			continue
-		}
-		sch, err := s.schema(ctx, q, ev, r.SchemaHash)
-		if err != nil {
-			return nil, nil, err
-		}
-		if sch != nil {
-			refused[i] = sch.Validate(ev.Data)
-		}
-	}
-	return rules, refused, nil
-}
-
-// schema returns the compiled schema of a hash: kept, or read with ev's
-// type and compiled (the first publish of it in this process); nil when
-// the type's schema was removed since its rule was read.
-func (s *Service) schema(ctx context.Context, q *store.Q, ev *event.Event, hash string) (*event.Schema, error) {
-	if sch, ok := s.schemas.Get(hash); ok {
-		return sch, nil
-	}
-	text, got, err := q.TypeSchema(ctx, ev.OwnerID, ev.Type)
-	if err != nil {
-		return nil, err
-	}
-	if got == "" {
-		return nil, nil
-	}
-	sch, err := event.CompileSchema(text)
-	if err != nil {
-		// It compiled when it was set; a library upgrade may disagree.
-		return nil, fmt.Errorf("compile the schema of event type %s: %w", ev.Type, err)
-	}
-	s.schemas.Put(got, sch)
-	return sch, nil
-}
-
-// KeepSchema keeps a schema compiled where it was set (an update, the
-// catalog at start), so this process's next publish need not compile it.
-func (s *Service) KeepSchema(hash string, sch *event.Schema) {
-	if hash != "" && sch != nil {
-		s.schemas.Put(hash, sch)
-	}
 }
 
 // insert writes prepared, admitted events and their fanout jobs in q's

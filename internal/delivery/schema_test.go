@@ -104,3 +104,61 @@ func BenchmarkPublishSchema(b *testing.B) {
 		})
 	}
 }
+
+// TestSchemaCheckedBeforeTheTransaction: the check that runs before the
+// transaction (against the schema the type had at the last publish) is
+// only a hint. When another process changed the schema since, the publish
+// meets the new one: data the old schema admitted is refused, data it
+// refused is admitted, for one event and for a batch (which checks on
+// several goroutines), and a refused batch writes nothing.
+func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
+	t.Parallel()
+	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+		ctx := context.Background()
+		capped := strings.Replace(orderSchema, `"minimum":0`, `"minimum":0,"maximum":5`, 1)
+		batch := func(from, n, bad int) []*event.Event {
+			evs := make([]*event.Event, n)
+			for i := range evs {
+				evs[i] = order("order.typed", from+i%5)
+				if i == bad {
+					evs[i] = order("order.typed", 10)
+				}
+			}
+			return evs
+		}
+		publishBatch := func(evs []*event.Event) error {
+			return b.db.InTx(ctx, func(q *store.Q) error {
+				_, err := b.eng.Publish(ctx, q, evs)
+				return err
+			})
+		}
+		wantRefused := func(err error, where string) {
+			t.Helper()
+			if apperr.CodeOf(err) != apperr.Invalid || !strings.HasPrefix(apperr.MessageOf(err), where) || !strings.Contains(err.Error(), "data/amount: maximum") {
+				t.Fatalf("%v; want invalid, %q naming data/amount's maximum", err, where)
+			}
+		}
+
+		putSchema(t, b.db, "order.typed", orderSchema)
+		_, err := b.eng.PublishOne(ctx, order("order.typed", 10))
+		must(t, err) // this process now knows the type's schema
+
+		// Another process caps the amount: the same data is refused.
+		putSchema(t, b.db, "order.typed", capped)
+		_, err = b.eng.PublishOne(ctx, order("order.typed", 10))
+		wantRefused(err, "")
+		wantRefused(publishBatch(batch(0, 40, 13)), "events[13]: ")
+		wantWritten(t, b.db, 1, 1)
+		// Known now on both sides of the transaction, checked in parallel.
+		wantRefused(publishBatch(batch(0, 40, 37)), "events[37]: ")
+		must(t, publishBatch(batch(0, 40, -1)))
+		wantWritten(t, b.db, 41, 41)
+
+		// And lifts the cap again: data the last schema refused goes.
+		putSchema(t, b.db, "order.typed", orderSchema)
+		_, err = b.eng.PublishOne(ctx, order("order.typed", 10))
+		must(t, err)
+		must(t, publishBatch(batch(0, 40, 21)))
+		wantWritten(t, b.db, 82, 82)
+	})
+}

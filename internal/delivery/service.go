@@ -103,6 +103,8 @@ type Service struct {
 	profiles sync.Map
 	// schemas are the compiled event-type schemas, by hash (schema.go).
 	schemas event.SchemaCache
+	// typeSchemas is each type's schema hash as last read (schema.go).
+	typeSchemas typeSchemas
 }
 
 // Hooks stop the engine at its hand-over windows, so tests can force the

@@ -1,0 +1,203 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// The check of an event's data against its type's schema. The type's rule
+// (its exposure and the hash of its schema) is read in the publish's
+// transaction, so a publish always meets the schema that is current when it
+// commits. The check itself need not wait for that read: before the
+// transaction (or, for a group commit, before the caller joins the group),
+// precheck validates each event against the schema its type had at the last
+// publish this process saw, in the caller's goroutine and, for a batch,
+// spread over the CPUs. In the transaction admit keeps that verdict when
+// the rule still names the same schema and checks again when it does not
+// (the schema changed, or this process had not met the type yet). So the
+// validator's cost is paid outside the transaction and out of the group
+// commit's one goroutine, and it is paid once.
+
+// checked is an event's verdict from precheck: its data against the schema
+// of hash ("": not checked).
+type checked struct {
+	hash string
+	err  error
+}
+
+// precheck checks each event's data against the last known schema of its
+// type; see above. The verdicts are only hints: admit keeps one only if
+// the type's current rule names the same schema.
+func (s *Service) precheck(evs []*event.Event) []checked {
+	var pre []checked
+	var todo []int // of evs, with a kept, compiled schema
+	var schemas []*event.Schema
+	for i, ev := range evs {
+		hash := s.typeSchemas.hash(ev.OwnerID, ev.Type)
+		if hash == "" {
+			continue
+		}
+		sch, ok := s.schemas.Get(hash)
+		if !ok {
+			continue
+		}
+		if pre == nil {
+			pre = make([]checked, len(evs))
+		}
+		pre[i].hash = hash
+		todo = append(todo, i)
+		schemas = append(schemas, sch)
+	}
+	validateAll(len(todo), func(j int) {
+		i := todo[j]
+		pre[i].err = schemas[j].Validate(evs[i].Data)
+	})
+	return pre
+}
+
+// parallelFrom is the fewest checks a batch spreads over more than one
+// goroutine; perEach the fewest each goroutine then takes (a goroutine
+// costs about as much as a small check).
+const (
+	parallelFrom = 16
+	perEach      = 8
+)
+
+// validateAll runs check(0..n-1): in this goroutine for a few, else spread
+// over the CPUs.
+func validateAll(n int, check func(j int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/perEach)
+	if n < parallelFrom || workers < 2 {
+		for j := range n {
+			check(j)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for j := w; j < n; j += workers {
+				check(j)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// admit reads the rule of each event's type in q's transaction (one read
+// per owner and type) and checks the event's data against the type's
+// schema, keeping precheck's verdict (pre, nil for none) where it was
+// reached with that schema. refused[i] is event i's refusal (nil:
+// admitted); err is a failure of the reads, which admits nothing. It
+// writes nothing, so a group commit answers a refused caller alone and
+// goes on with the others.
+func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre []checked) (rules []store.Rule, refused []error, err error) {
+	type key struct{ owner, typ string }
+	seen := map[key]store.Rule{}
+	rules = make([]store.Rule, len(evs))
+	refused = make([]error, len(evs))
+	var todo []int // of evs, to check here
+	var schemas []*event.Schema
+	for i, ev := range evs {
+		k := key{ev.OwnerID, ev.Type}
+		r, ok := seen[k]
+		if !ok {
+			if r, err = q.TypeRule(ctx, ev.OwnerID, ev.Type); err != nil {
+				return nil, nil, err
+			}
+			seen[k] = r
+			s.typeSchemas.set(ev.OwnerID, ev.Type, r.SchemaHash)
+		}
+		rules[i] = r
+		switch {
+		case r.SchemaHash == "":
+			continue
+		case pre != nil && pre[i].hash == r.SchemaHash:
+			refused[i] = pre[i].err
+			continue
+		}
+		sch, err := s.schema(ctx, q, ev, r.SchemaHash)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sch != nil {
+			todo = append(todo, i)
+			schemas = append(schemas, sch)
+		}
+	}
+	validateAll(len(todo), func(j int) {
+		i := todo[j]
+		refused[i] = schemas[j].Validate(evs[i].Data)
+	})
+	return rules, refused, nil
+}
+
+// schema returns the compiled schema of a hash: kept, or read with ev's
+// type and compiled (the first publish of it in this process); nil when
+// the type's schema was removed since its rule was read.
+func (s *Service) schema(ctx context.Context, q *store.Q, ev *event.Event, hash string) (*event.Schema, error) {
+	if sch, ok := s.schemas.Get(hash); ok {
+		return sch, nil
+	}
+	text, got, err := q.TypeSchema(ctx, ev.OwnerID, ev.Type)
+	if err != nil {
+		return nil, err
+	}
+	if got == "" {
+		return nil, nil
+	}
+	sch, err := event.CompileSchema(text)
+	if err != nil {
+		// It compiled when it was set; a library upgrade may disagree.
+		return nil, fmt.Errorf("compile the schema of event type %s: %w", ev.Type, err)
+	}
+	s.schemas.Put(got, sch)
+	return sch, nil
+}
+
+// KeepSchema keeps a schema compiled where it was set (an update, the
+// catalog at start), so this process's next publish need not compile it.
+func (s *Service) KeepSchema(hash string, sch *event.Schema) {
+	if hash != "" && sch != nil {
+		s.schemas.Put(hash, sch)
+	}
+}
+
+// typeSchemas remembers, per owner and type, the schema hash the last
+// publish read ("" for none): what precheck checks against.
+type typeSchemas struct {
+	mu sync.RWMutex
+	m  map[[2]string]string
+}
+
+// typeSchemasMax bounds the types remembered; past it all are forgotten,
+// which costs the next publish of each a check in its transaction.
+const typeSchemasMax = 4096
+
+func (t *typeSchemas) hash(ownerID, typ string) string {
+	t.mu.RLock()
+	h := t.m[[2]string{ownerID, typ}]
+	t.mu.RUnlock()
+	return h
+}
+
+func (t *typeSchemas) set(ownerID, typ, hash string) {
+	k := [2]string{ownerID, typ}
+	t.mu.RLock()
+	h, ok := t.m[k]
+	t.mu.RUnlock()
+	if ok && h == hash {
+		return
+	}
+	t.mu.Lock()
+	if t.m == nil || len(t.m) >= typeSchemasMax {
+		t.m = map[[2]string]string{}
+	}
+	t.m[k] = hash
+	t.mu.Unlock()
+}
