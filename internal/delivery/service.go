@@ -1,7 +1,25 @@
-// Package delivery is hookd's engine: publishing an event (with its fanout
-// job, in the caller's transaction), the webhook.fanout and webhook.deliver
-// River workers, outcome classification, retry schedules and retention.
-// Retries belong to River alone; no transaction is held across an HTTP call.
+// Package delivery is hookd's delivery service: it takes an event from
+// publish to a settled attempt at each endpoint it goes to, on River's
+// workers. The steps, one file each:
+//
+//   - publish.go: Publish writes the event rows and their webhook.fanout
+//     jobs in the caller's transaction (group.go commits single publishes
+//     in groups);
+//   - fanout.go: the webhook.fanout worker offers an event to its owner's
+//     endpoints (globs, scope) and enqueues one delivery and one
+//     webhook.deliver job each;
+//   - deliver.go: the webhook.deliver worker takes the endpoint's lease,
+//     signs and POSTs (outcome.go classifies the answer);
+//   - drain.go: a lease holder goes on sending the endpoint's next fresh
+//     deliveries, and hands the lease over (recorder.go records their
+//     successes in groups);
+//   - settle.go: an attempt's outcome is recorded and the endpoint's
+//     health moved (notify.go publishes the failure notifications).
+//
+// Beside them: the retry schedule (deliverWorker.NextRetry), ordered endpoints
+// (ordered.go), rate limits (ratelimit.go), redelivery (redeliver.go) and
+// retention (prune.go). Retries belong to River alone; no transaction is
+// held across an HTTP call.
 package delivery
 
 import (
@@ -31,7 +49,7 @@ type Poster interface {
 	PostReleasing(ctx context.Context, url string, header http.Header, body []byte, release func()) (egress.Response, error)
 }
 
-// Config wires the engine.
+// Config wires the delivery service.
 type Config struct {
 	DB       *store.DB
 	Profiles *profile.Registry
@@ -90,7 +108,8 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
-// Service is the engine.
+// Service runs hookd's deliveries, one per process: Publish, the River
+// workers it registers, and the drains' recorder.
 type Service struct {
 	cfg   Config
 	db    *store.DB
@@ -107,7 +126,7 @@ type Service struct {
 	typeSchemas typeSchemas
 }
 
-// Hooks stop the engine at its hand-over windows, so tests can force the
+// Hooks stop the delivery service at its hand-over windows, so tests can force the
 // interleavings that docs/design.md ("Handing over") reasons about. A nil
 // field does nothing; production code sets none.
 type Hooks struct {
@@ -143,7 +162,7 @@ func (s *Service) hook() Hooks {
 	return Hooks{}
 }
 
-// New returns the engine for cfg, with defaults filled in.
+// New returns the delivery service for cfg, with defaults filled in.
 func New(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -199,14 +218,14 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Register adds the engine's workers to workers.
+// Register adds the delivery service's workers to workers.
 func (s *Service) Register(workers *river.Workers) {
 	river.AddWorker(workers, &fanoutWorker{s: s})
 	river.AddWorker(workers, &deliverWorker{s: s})
 	river.AddWorker(workers, &pruneWorker{s: s})
 }
 
-// PeriodicJobs returns the engine's periodic jobs (retention), run by the
+// PeriodicJobs returns the delivery service's periodic jobs (retention), run by the
 // elected River leader only.
 func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
@@ -216,7 +235,7 @@ func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 	}
 }
 
-// Queues are the River queues the engine uses.
+// Queues are the River queues the delivery service uses.
 const (
 	QueueFanout  = "fanout"
 	QueueDeliver = "deliver"
