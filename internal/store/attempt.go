@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -48,50 +46,6 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 		return nil, fmt.Errorf("load attempt: %w", err)
 	}
 	return a, nil
-}
-
-// LoadAttempts reads the deliveries with these ids (those that still
-// exist), oldest first, in one round trip: what a lease drain sends next.
-func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*AttemptInput, error) {
-	if len(deliveryIDs) == 0 {
-		return nil, nil
-	}
-	return q.attempts(ctx, "load attempts", attemptSelect+`d.id IN (`+placeholders(1, len(deliveryIDs))+`) ORDER BY d.id`, anys(deliveryIDs)...)
-}
-
-// FreshAttempts reads up to limit of the endpoint's oldest fresh
-// deliveries (pending, never attempted, due, unclaimed) with everything an
-// attempt needs, in one query and without claiming them: for the holder
-// of an exclusive lease, whom nobody else can send beside. after is as for
-// ClaimFresh.
-func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*AttemptInput, error) {
-	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
-		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
-}
-
-// fresh is the condition a drain sends by: a delivery pending, never
-// attempted, due at $2 and unclaimed at $2. alias prefixes its columns.
-func fresh(alias string) string {
-	return strings.NewReplacer("?", alias).Replace(
-		`?state = 'pending' AND ?attempts = 0 AND (?next_attempt_at IS NULL OR ?next_attempt_at <= $2) AND (?claimed_until IS NULL OR ?claimed_until <= $2)`)
-}
-
-// fresh for hookd_deliveries unaliased, and as d (attemptSelect).
-var freshAt2, freshAt2D = fresh(""), fresh("d.")
-
-// FreshDue reports whether the endpoint has a fresh delivery (pending,
-// never attempted, unclaimed) due at now: what FreshAttempts and
-// ClaimFresh would read.
-func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
-	var one int
-	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
-	if NotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("fresh due: %w", err)
-	}
-	return true, nil
 }
 
 func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*AttemptInput, error) {
@@ -161,25 +115,4 @@ func scanAttempt(r row) (*AttemptInput, error) {
 		}
 	}
 	return &a, nil
-}
-
-// placeholders returns "$from, …, $(from+n-1)".
-func placeholders(from, n int) string {
-	var sb strings.Builder
-	for i := range n {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('$')
-		sb.WriteString(strconv.Itoa(from + i))
-	}
-	return sb.String()
-}
-
-func anys[T any](vs []T) []any {
-	out := make([]any, len(vs))
-	for i, v := range vs {
-		out[i] = v
-	}
-	return out
 }

@@ -1,8 +1,25 @@
-// Package store is hookd's one storage contract with two engines: embedded
+// Package store is hookd's one storage contract with two backends: embedded
 // SQLite (modernc.org/sqlite, no cgo) and PostgreSQL (pgx). Both run the
 // same SQL; they differ only in how connections and transactions are opened
-// and in the River driver each hands to the job engine. The conformance suite
-// in store_test.go runs every method against both.
+// and in the River driver each hands to the job engine. Every test runs on
+// both (eachEngine).
+//
+// The queries follow a webhook's way through hookd, a file per step:
+//
+//   - publish: event.go writes events, each with its fanout job's id.
+//   - fanout: fanout.go locks the event, takes along others awaiting
+//     fanout, inserts their deliveries and tells which endpoints are busy.
+//   - deliver: attempt.go reads everything one attempt needs; lease.go
+//     holds an endpoint's lease slots and a delivery's claim; drain.go is
+//     a lease holder's batches (claim, load, record, release); ordered.go
+//     and ratelimit.go are the endpoint controls a send waits on.
+//   - settle: settle.go records one attempt's outcome; drain.go records a
+//     drained batch's successes.
+//
+// Around them: the resources (owner.go, endpoint.go, grant.go,
+// eventtype.go, apikey.go, session.go), the delivery log (delivery.go,
+// delivery_log.go), River's tables (river.go), and the connections
+// (db.go, querier.go, foreground.go, migrate.go).
 package store
 
 import (
@@ -20,8 +37,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 	"modernc.org/sqlite" // the embedded engine
 )
 
@@ -286,29 +301,15 @@ type Q struct {
 	tx any // the native transaction, nil outside one
 }
 
-// InsertJobs inserts River jobs in this transaction (so they exist if and
-// only if the transaction commits).
-func (q *Q) InsertJobs(ctx context.Context, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
-	if q.tx == nil {
-		return nil, errors.New("InsertJobs needs a transaction")
+// skipLocked makes concurrent takers on PostgreSQL pass over rows another
+// taker is updating (a lease slot, a fresh delivery) and take the next free
+// one, instead of queueing on the same row and finding it gone. SQLite has
+// one writer at a time and no such clause.
+func (q *Q) skipLocked() string {
+	if q.db.Backend == Postgres {
+		return ` FOR UPDATE SKIP LOCKED`
 	}
-	if q.db.queue == nil {
-		return nil, errors.New("InsertJobs: no River client (call NewRiver first)")
-	}
-	return q.db.queue.insertManyTx(ctx, q.tx, params)
-}
-
-// DeleteJobs deletes River jobs, except running ones: the fanout jobs of
-// events another fanout took along.
-func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	st := deleteJobsStmt(ids)
-	if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
-		return fmt.Errorf("delete jobs: %w", err)
-	}
-	return nil
+	return ``
 }
 
 // --- time and JSON columns ---

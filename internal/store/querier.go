@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -206,4 +208,25 @@ func (f pgFirstRow) Scan(dest ...any) error {
 	}
 	f.r.Close()
 	return f.r.Err()
+}
+
+// placeholders returns "$from, …, $(from+n-1)".
+func placeholders(from, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('$')
+		sb.WriteString(strconv.Itoa(from + i))
+	}
+	return sb.String()
+}
+
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
 }

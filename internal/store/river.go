@@ -171,3 +171,35 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 	}
 	return out, rs.Err()
 }
+
+// deleteJobsStmt deletes River jobs that are not running: River's
+// JobDeleteMany in one plain statement (it also selects and returns every
+// deleted row, which a drain's recorder has no use for).
+func deleteJobsStmt(ids []int64) stmt {
+	return stmt{`DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(1, len(ids)) + `)`, anys(ids)}
+}
+
+// InsertJobs inserts River jobs in this transaction (so they exist if and
+// only if the transaction commits).
+func (q *Q) InsertJobs(ctx context.Context, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	if q.tx == nil {
+		return nil, errors.New("InsertJobs needs a transaction")
+	}
+	if q.db.queue == nil {
+		return nil, errors.New("InsertJobs: no River client (call NewRiver first)")
+	}
+	return q.db.queue.insertManyTx(ctx, q.tx, params)
+}
+
+// DeleteJobs deletes River jobs, except running ones: the fanout jobs of
+// events another fanout took along.
+func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	st := deleteJobsStmt(ids)
+	if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
+		return fmt.Errorf("delete jobs: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// fresh is the condition a drain sends by: a delivery pending, never
+// attempted, due at $2 and unclaimed at $2. alias prefixes its columns.
+func fresh(alias string) string {
+	return strings.NewReplacer("?", alias).Replace(
+		`?state = 'pending' AND ?attempts = 0 AND (?next_attempt_at IS NULL OR ?next_attempt_at <= $2) AND (?claimed_until IS NULL OR ?claimed_until <= $2)`)
+}
+
+// fresh for hookd_deliveries unaliased, and as d (attemptSelect).
+var freshAt2, freshAt2D = fresh(""), fresh("d.")
+
+// FreshDue reports whether the endpoint has a fresh delivery (pending,
+// never attempted, unclaimed) due at now: what FreshAttempts and
+// ClaimFresh would read.
+func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
+	var one int
+	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
+	if NotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fresh due: %w", err)
+	}
+	return true, nil
+}
+
+// FreshAttempts reads up to limit of the endpoint's oldest fresh
+// deliveries (pending, never attempted, due, unclaimed) with everything an
+// attempt needs, in one query and without claiming them: for the holder
+// of an exclusive lease, whom nobody else can send beside. after is as for
+// ClaimFresh.
+func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*AttemptInput, error) {
+	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
+		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
+}
+
+// ClaimFresh claims up to limit of the endpoint's oldest fresh deliveries
+// (pending, never attempted, due, unclaimed) until `until` and returns
+// their ids: what a lease holder drains next. Concurrent claimers (the
+// holders of a kwork subscription's slots) get disjoint sets.
+//
+// after ("" for none) skips ids up to and including it: a drain passes the
+// last id it read, so its next read starts past the deliveries it already
+// sent, whose index entries stay behind, dead, until vacuum (under a long
+// backlog, re-reading them from the head made each read slower).
+func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int, now, until int64) ([]string, error) {
+	// The candidates are picked once, in a materialized CTE: PostgreSQL may
+	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
+	// more than limit.
+	rs, err := q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
+		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
+		UPDATE hookd_deliveries SET claimed_until = $3
+		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
+		RETURNING id`, endpointID, now, until, limit, after)
+	if err != nil {
+		return nil, fmt.Errorf("claim fresh deliveries: %w", err)
+	}
+	defer rs.Close()
+	var ids []string
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("claim fresh deliveries: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rs.Err()
+}
+
+// LoadAttempts reads the deliveries with these ids (those that still
+// exist), oldest first, in one round trip: what a lease drain sends next.
+func (q *Q) LoadAttempts(ctx context.Context, deliveryIDs []string) ([]*AttemptInput, error) {
+	if len(deliveryIDs) == 0 {
+		return nil, nil
+	}
+	return q.attempts(ctx, "load attempts", attemptSelect+`d.id IN (`+placeholders(1, len(deliveryIDs))+`) ORDER BY d.id`, anys(deliveryIDs)...)
+}
+
+// ReleaseClaims gives up claims on deliveries that were not sent, so their
+// own jobs (or another drain) can send them at once.
+func (q *Q) ReleaseClaims(ctx context.Context, deliveryIDs []string) error {
+	if len(deliveryIDs) == 0 {
+		return nil
+	}
+	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL WHERE `+stillPending+` AND id IN (`+placeholders(1, len(deliveryIDs))+`)`, anys(deliveryIDs)...)
+	if err != nil {
+		return fmt.Errorf("release claims: %w", err)
+	}
+	return nil
+}
+
+// Delivered is one successful send of a batch.
+type Delivered struct {
+	DeliveryID string
+	Status     int
+	// SentBy is the River job that made the attempt: the lease holder
+	// whose drain sent it. It becomes the delivery's job_id, so the log
+	// links every attempted delivery to a task.
+	SentBy int64
+}
+
+// (Successes are marked with one statement per distinct status, not
+// UPDATE … FROM (VALUES …): PostgreSQL planned that as a scan of the whole
+// table, ~80 ms a batch at 100,000 rows.)
+type stmt struct {
+	sql  string
+	args []any
+}
+
+func deliveredStmts(ds []Delivered, now int64) []stmt {
+	type group struct {
+		status int
+		sentBy int64
+	}
+	groups := map[group][]any{}
+	for _, d := range ds {
+		g := group{d.Status, d.SentBy}
+		groups[g] = append(groups[g], d.DeliveryID)
+	}
+	out := make([]stmt, 0, len(groups))
+	for g, ids := range groups {
+		out = append(out, stmt{`UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + 1, last_status = $1, last_error = '', state = 'delivered',
+			next_attempt_at = NULL, finished_at = $2, updated_at = $2, job_id = $3
+			WHERE ` + stillPending + ` AND id IN (` + placeholders(4, len(ids)) + `)`, append([]any{g.status, now, g.sentBy}, ids...)})
+	}
+	return out
+}
+
+// RecordDrained records a lease drain's first-attempt successes as
+// delivered and deletes their River jobs (unrun: the drain sent them) in
+// one relaxed transaction; rows no longer pending are left alone. job_id
+// becomes the job that sent each one (Delivered.SentBy), which River keeps
+// like any finished job, so the delivery still links to a task. On
+// PostgreSQL one round trip (the statements go out as one pipelined batch,
+// an implicit transaction), on SQLite one transaction.
+func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64, now int64) error {
+	stmts := deliveredStmts(ds, now)
+	if len(jobIDs) > 0 {
+		stmts = append(stmts, deleteJobsStmt(jobIDs))
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if db.pool == nil {
+		return db.InTx(ctx, func(q *Q) error {
+			for _, st := range stmts {
+				if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
+					return fmt.Errorf("record drained: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	var b pgx.Batch
+	b.Queue(relaxCommit)
+	for _, st := range stmts {
+		b.Queue(st.sql, st.args...)
+	}
+	if err := db.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("record drained: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+)
+
+// LockEvent locks the event for this transaction (PostgreSQL: SELECT …
+// FOR UPDATE SKIP LOCKED; SQLite has one writer at a time and always gets
+// it). ok=false: another transaction holds it — a fanout that took the
+// event along, which enqueues its deliveries when it commits.
+func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
+	if q.db.Backend != Postgres {
+		return true, nil
+	}
+	var got string
+	err = q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`, id).Scan(&got)
+	if NotFound(err) {
+		return false, nil // locked (or pruned: the fanout finds it gone next time)
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock event: %w", err)
+	}
+	return true, nil
+}
+
+// EndpointsWithDelivery returns the endpoints that already have a delivery
+// of eventID (what a repeated fanout must skip).
+func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[string]bool, error) {
+	rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("endpoints with delivery: %w", err)
+	}
+	defer rs.Close()
+	out := map[string]bool{}
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rs.Err()
+}
+
+// AwaitingFanout returns up to limit of the owner's events still awaiting
+// fanout, oldest first, except the one given, with their fanout jobs' ids;
+// on PostgreSQL it locks them (skipping any another fanout has locked), so
+// call it inside the transaction that fans them out.
+func (q *Q) AwaitingFanout(ctx context.Context, ownerID, except string, limit int) ([]*event.Event, []int64, error) {
+	rs, err := q.query(ctx, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
+		ORDER BY id LIMIT $3`+q.skipLocked(), ownerID, except, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+	}
+	defer rs.Close()
+	var evs []*event.Event
+	var jobs []int64
+	for rs.Next() {
+		var e event.Event
+		var occurred, created, job int64
+		if err := rs.Scan(&e.ID, &e.OwnerID, &e.Type, &e.Subject, &occurred, &e.Data, &e.Tenant, &e.EndpointID, &e.IdempotencyKey, &created, &job); err != nil {
+			return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+		}
+		e.OccurredAt, e.CreatedAt = fromTS(occurred), fromTS(created)
+		evs = append(evs, &e)
+		jobs = append(jobs, job)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+	}
+	return evs, jobs, nil
+}
+
+// InsertDeliveries inserts pending deliveries, skipping any (endpoint, event)
+// pair that already has one: fanout run twice enqueues once. It returns the
+// ones it inserted.
+func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*endpoint.Delivery, error) {
+	var out []*endpoint.Delivery
+	const perStmt = 200 // 11 params each; well under both engines' limits
+	for len(ds) > 0 {
+		chunk := ds[:min(perStmt, len(ds))]
+		ds = ds[len(chunk):]
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, next_attempt_at, created_at, updated_at) VALUES `)
+		args := make([]any, 0, len(chunk)*11)
+		byID := make(map[string]*endpoint.Delivery, len(chunk))
+		for i, d := range chunk {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			n := len(args)
+			fmt.Fprintf(&sb, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
+			args = append(args, d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, d.JobID, string(d.State), d.Attempts, tsPtr(d.NextAttemptAt), ts(d.CreatedAt), ts(d.UpdatedAt))
+			byID[d.ID] = d
+		}
+		sb.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`)
+		rs, err := q.query(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert deliveries: %w", err)
+		}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, byID[id])
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("insert deliveries: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// MarkFannedOut records that these events were fanned out.
+func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0 WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...); err != nil {
+		return fmt.Errorf("mark fanned out: %w", err)
+	}
+	return nil
+}
+
+// BusyEndpoints returns which of the endpoints have every lease slot held
+// at now: a job enqueued for one of them now would only meet the lease
+// busy and snooze.
+func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) (map[string]bool, error) {
+	busy := map[string]bool{}
+	for len(endpointIDs) > 0 {
+		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
+		endpointIDs = endpointIDs[len(chunk):]
+		rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
+			GROUP BY endpoint_id HAVING min(busy_until) > $1`, append([]any{now}, anys(chunk)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("busy endpoints: %w", err)
+		}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("busy endpoints: %w", err)
+			}
+			busy[id] = true
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("busy endpoints: %w", err)
+		}
+	}
+	return busy, nil
+}
