@@ -7,14 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/store"
@@ -30,15 +29,13 @@ type benchSite struct {
 
 func newBenchSite(b *testing.B, eng dbtest.Engine) *benchSite {
 	b.Helper()
-	dbc := eng.Config(b)
-	h, err := hookd.Open(context.Background(), hookd.Config{Database: dbc.URL, Schema: dbc.Schema, MasterKey: bytes.Repeat([]byte{9}, 32),
-		EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, EventTypes: catalog})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := hookdtest.Config(eng.Config(b))
+	cfg.Work = false
+	cfg.EventTypes = catalog
+	h := hookdtest.Open(b, cfg)
 	srv := httptest.NewServer(h.Handler())
-	b.Cleanup(func() { srv.Close(); h.Close() })
-	k, err := parts.Of(h).Ops.CreateKey(context.Background(), "acme", owner.Admin)
+	b.Cleanup(srv.Close)
+	k, err := h.Ops.CreateKey(context.Background(), "acme", owner.Admin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +51,7 @@ func newBenchSite(b *testing.B, eng dbtest.Engine) *benchSite {
 	if len(resp.Cookies()) != 1 {
 		b.Fatalf("sign-in: %d, no cookie", resp.StatusCode)
 	}
-	return &benchSite{h: parts.Of(h), srv: srv, cookie: resp.Cookies()[0]}
+	return &benchSite{h: h.Parts, srv: srv, cookie: resp.Cookies()[0]}
 }
 
 // seed makes n endpoints and per deliveries for each, spread over the last

@@ -14,6 +14,7 @@ import (
 // TestEventTypes: the catalog with exposure and description; an admin
 // marks an internal type webhook, and it becomes a checkbox on the form.
 func TestEventTypes(t *testing.T) {
+	t.Parallel()
 	s := startSite(t, dbtest.Engines()[0])
 	p := &page{t: t, tab: browser(t), s: s}
 	p.signIn(s.keys["acme"])

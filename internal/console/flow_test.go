@@ -16,6 +16,7 @@ import (
 // send a test and watch its row turn delivered without a reload, open its
 // task, rotate the secret, disable, enable, delete.
 func TestFlow(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)

@@ -18,6 +18,7 @@ import (
 // revoked and deleted (each asking first), and the endpoint page and list
 // flag that the endpoint then admits no scoped events.
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)

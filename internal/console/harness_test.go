@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/webhook"
@@ -33,6 +34,7 @@ type site struct {
 	t        *testing.T
 	h        *parts.Parts
 	srv      *httptest.Server
+	logs     *hookdtest.Logs   // hookd's log: a line per recorded attempt
 	keys     map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
 	testType string
 	prefix   string // where hookd is mounted ("": its own Handler at the root)
@@ -55,24 +57,12 @@ func startSite(t *testing.T, eng dbtest.Engine) *site {
 // "the app", and /cookies echoes the Cookie header the app was sent.
 func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 	t.Helper()
-	dbc := eng.Config(t)
-	cfg := hookd.Config{
-		Database: dbc.URL, Schema: dbc.Schema,
-		MasterKey:         bytes.Repeat([]byte{9}, 32),
-		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Work:              true,
-		EventTypes:        catalog,
-		BusySnooze:        100 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-	}
-	ctx := context.Background()
-	h, err := hookd.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if err := h.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
+	cfg := hookdtest.Config(eng.Config(t))
+	cfg.EventTypes = catalog
+	cfg.BusySnooze = 100 * time.Millisecond
+	logs := hookdtest.NewLogs()
+	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	h := hookdtest.Open(t, cfg)
 	var handler http.Handler = h.Handler()
 	if prefix != "" {
 		mux := http.NewServeMux()
@@ -86,14 +76,9 @@ func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 		handler = mux
 	}
 	srv := httptest.NewServer(handler)
-	t.Cleanup(func() {
-		srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Stop(sctx)
-		h.Close()
-	})
-	s := &site{t: t, h: parts.Of(h), srv: srv, keys: map[string]string{}, prefix: prefix}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	s := &site{t: t, h: h.Parts, srv: srv, logs: logs, keys: map[string]string{}, prefix: prefix}
 	if _, err := s.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "test"}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 )
@@ -31,26 +32,26 @@ func bobsDelivery(t *testing.T, s *site) (ep string, d *endpoint.Delivery) {
 		t.Fatal(err)
 	}
 	rc.expect(t, "webhook.test")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ds, err := s.h.DB.Q().ListDeliveries(t.Context(), "bob", v.ID, 1, "")
+	// The delivery record settles right after, and hookd logs the attempt.
+	var ds []*endpoint.Delivery
+	if !hookdtest.WaitFor(20*time.Second, s.logs.Wrote(), func() bool {
+		var err error
+		ds, err = s.h.DB.Q().ListDeliveries(t.Context(), "bob", v.ID, 1, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ds) == 1 && ds[0].State == endpoint.Delivered && ds[0].JobID != 0 {
-			return v.ID, ds[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bob's delivery %+v not recorded delivered", ds)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(ds) == 1 && ds[0].State == endpoint.Delivered && ds[0].JobID != 0
+	}) {
+		t.Fatalf("bob's delivery %+v not recorded delivered", ds)
 	}
+	return v.ID, ds[0]
 }
 
 // TestIsolation: an admin opening another owner's endpoint, delivery or
 // job by URL gets the 404 a missing one gets, and River UI a 403; an
 // operator reaches River UI, is sent to its job page, and switches owners.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)

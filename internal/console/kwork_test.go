@@ -13,6 +13,7 @@ import (
 // TestKworkSubscriptions: a kwork owner sees seed 002's words, creates a
 // subscription, sends open.ping, and reads its delivery records.
 func TestKworkSubscriptions(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)

@@ -36,6 +36,7 @@ func outsidePrefix(p *page, prefix string) []string {
 // asset of each page there; the session cookie is scoped to
 // /webhooks/admin, so the app's routes never see it.
 func TestMounted(t *testing.T) {
+	t.Parallel()
 	const pre = "/webhooks"
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {

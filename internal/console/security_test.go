@@ -75,6 +75,7 @@ func (c *formClient) csrf() string {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)
@@ -198,6 +199,7 @@ func TestSessions(t *testing.T) {
 // TestCSRF: a state change without the token, or from another origin, is
 // refused and changes nothing.
 func TestCSRF(t *testing.T) {
+	t.Parallel()
 	for _, eng := range dbtest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			s := startSite(t, eng)
@@ -263,6 +265,7 @@ func createEndpoint(t *testing.T, s *site, ownerID, description string) string {
 
 // TestEscaping: a description with markup is shown as text, never run.
 func TestEscaping(t *testing.T) {
+	t.Parallel()
 	s := startSite(t, dbtest.Engines()[0])
 	const evil = `<script>alert(1)</script>`
 	ep := createEndpoint(t, s, "acme", evil)

@@ -34,6 +34,18 @@ func Config(dbc store.Config) hookd.Config {
 // and hookd stopped (up to 10 s for in-flight work) and closed.
 func Start(t testing.TB, cfg hookd.Config) (Hookd, *httptest.Server) {
 	t.Helper()
+	h := Open(t, cfg)
+	api := httptest.NewServer(h.Handler())
+	t.Cleanup(api.Close)
+	return h, api
+}
+
+// Open is [Start] without the server, for a test that serves hookd its own
+// way (mounted in an app's mux, say): it opens hookd with cfg and starts it.
+// When t ends hookd is stopped (up to 10 s for in-flight work) and closed,
+// after any server the test registered afterwards is closed.
+func Open(t testing.TB, cfg hookd.Config) Hookd {
+	t.Helper()
 	ctx := context.Background()
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {
@@ -43,13 +55,11 @@ func Start(t testing.TB, cfg hookd.Config) (Hookd, *httptest.Server) {
 		h.Close()
 		t.Fatalf("start: %v", err)
 	}
-	api := httptest.NewServer(h.Handler())
 	t.Cleanup(func() {
-		api.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = h.Stop(sctx)
 		h.Close()
 	})
-	return Wrap(h), api
+	return Wrap(h)
 }
