@@ -52,12 +52,20 @@ func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 	return w.s.now().Add(w.s.retryOf(job.Metadata).After(job.Attempt))
 }
 
+// retryOf is the retry schedule of the profile named in a deliver job's
+// metadata (jobMeta). If the profile cannot be read from it, or is no
+// longer known, the job is retried on the standard schedule: it is retried
+// either way, and a warning says why.
 func (s *Service) retryOf(metadata []byte) profile.Retry {
 	var m jobMeta
-	_ = json.Unmarshal(metadata, &m)
+	unreadable := json.Unmarshal(metadata, &m)
 	p, err := s.cfg.Profiles.Get(m.Profile)
 	if err != nil {
+		s.log.Warn("deliver job's profile unreadable; River retries it on the standard schedule", "profile", m.Profile, "error", errors.Join(unreadable, err))
 		return profile.StandardRetry
+	}
+	if unreadable != nil {
+		s.log.Warn("deliver job's metadata partly unreadable; River retries it on its profile's schedule", "profile", m.Profile, "error", unreadable)
 	}
 	return p.Retry()
 }
@@ -146,7 +154,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	out, took, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
 	if held := (*rateHeld)(nil); errors.As(err, &held) {
 		if !exclusive {
-			_ = s.db.Relaxed().ReleaseClaims(context.WithoutCancel(ctx), []string{d.ID})
+			s.releaseClaims(ctx, []string{d.ID})
 		}
 		return river.JobSnooze(held.wait) // held back by the rate limit: no attempt spent
 	}
@@ -166,8 +174,20 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	return res.forRiver
 }
 
+// releaseLease gives the holder's lease slot on the endpoint back, even
+// when ctx has ended.
 func (s *Service) releaseLease(ctx context.Context, endpointID string, slot int, holder int64) {
-	_ = s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), endpointID, slot, holder)
+	if err := s.db.Relaxed().ReleaseLease(context.WithoutCancel(ctx), endpointID, slot, holder); err != nil {
+		s.log.Warn("release lease failed; the slot stays taken until the lease expires", "endpoint", endpointID, "slot", slot, "error", err)
+	}
+}
+
+// releaseClaims gives back, even when ctx has ended, the claims on
+// deliveries taken for sending but not sent.
+func (s *Service) releaseClaims(ctx context.Context, deliveryIDs []string) {
+	if err := s.db.Relaxed().ReleaseClaims(context.WithoutCancel(ctx), deliveryIDs); err != nil {
+		s.log.Warn("release claims failed; the deliveries are sent by their own jobs once their claims expire", "deliveries", len(deliveryIDs), "error", err)
+	}
 }
 
 // preflight decides, from hookd's record, whether this job should send at
