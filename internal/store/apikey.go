@@ -60,20 +60,14 @@ func (q *Q) AllAPIKeys(ctx context.Context) ([]*owner.APIKey, error) {
 
 // apiKeys lists the keys where selects, oldest first (never nil).
 func (q *Q) apiKeys(ctx context.Context, where string, args ...any) ([]*owner.APIKey, error) {
-	rs, err := q.query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys `+where+` ORDER BY created_at, id`, args...)
+	out, err := collect(ctx, q, scanAPIKey, `SELECT `+apiKeyCols+` FROM hookd_api_keys `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
-	defer rs.Close()
-	out := []*owner.APIKey{}
-	for rs.Next() {
-		k, err := scanAPIKey(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
+	if out == nil {
+		out = []*owner.APIKey{}
 	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // RevokeAPIKey revokes one of ownerID's keys.

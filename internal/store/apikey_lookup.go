@@ -75,21 +75,13 @@ func (db *DB) keysByHash(ctx context.Context, ls []*keyLookup) (map[string]*owne
 	for i, l := range ls {
 		args[i] = l.hash
 	}
-	rs, err := db.foreground().query(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
+	keys, err := collect(ctx, db.foreground(), scanAPIKey, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("api key lookup: %w", err)
 	}
-	defer rs.Close()
-	found := make(map[string]*owner.APIKey, len(ls))
-	for rs.Next() {
-		k, err := scanAPIKey(rs)
-		if err != nil {
-			return nil, fmt.Errorf("api key lookup: %w", err)
-		}
+	found := make(map[string]*owner.APIKey, len(keys))
+	for _, k := range keys {
 		found[string(k.Hash)] = k
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("api key lookup: %w", err)
 	}
 	return found, nil
 }

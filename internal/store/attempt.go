@@ -49,20 +49,8 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 }
 
 func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*AttemptInput, error) {
-	rs, err := q.query(ctx, query, args...)
+	out, err := collect(ctx, q, scanAttempt, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer rs.Close()
-	var out []*AttemptInput
-	for rs.Next() {
-		a, err := scanAttempt(rs)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, a)
-	}
-	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil

@@ -65,20 +65,11 @@ func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limi
 // FailedDeliveries returns up to limit failed deliveries of an endpoint,
 // oldest first (what redeliver re-enqueues).
 func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) ([]*endpoint.Delivery, error) {
-	rs, err := q.query(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
+	out, err := collect(ctx, q, scanDelivery, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failed deliveries: %w", err)
 	}
-	defer rs.Close()
-	var out []*endpoint.Delivery
-	for rs.Next() {
-		d, err := scanDelivery(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // ResetDelivery puts a failed delivery back to pending under a new job,

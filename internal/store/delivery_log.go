@@ -52,20 +52,11 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 	}
 	args = append(args, f.Limit)
 	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rs, err := q.query(ctx, sb.String(), args...)
+	out, err := collect(ctx, q, scanDelivery, sb.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
-	defer rs.Close()
-	var out []*endpoint.Delivery
-	for rs.Next() {
-		d, err := scanDelivery(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // GetDelivery returns one delivery of one of an owner's endpoints.
@@ -92,55 +83,44 @@ type Activity struct {
 // endpoint, with zero counts and no Last for an endpoint without
 // deliveries.
 func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Time) ([]*Activity, error) {
-	var out []*Activity
-	byID := map[string]*Activity{}
 	// One index-only range scan per endpoint, aggregated as it goes: no
 	// sort of the window's rows, which a GROUP BY over the join needed.
 	// A scalar subquery returns one value, so it packs both counts into
 	// one integer (deliveries in the high 32 bits, failures in the low):
 	// the same on both engines, where a second subquery scanned the range
 	// again.
-	rs, err := q.query(ctx, `SELECT e.id,
+	out, err := collect(ctx, q, func(r row) (*Activity, error) {
+		var id string
+		var packed int64
+		if err := r.Scan(&id, &packed); err != nil {
+			return nil, err
+		}
+		return &Activity{EndpointID: id, Deliveries: int(packed >> 32), Failures: int(packed & 0xffffffff)}, nil
+	}, `SELECT e.id,
 		(SELECT count(*) * 4294967296 + coalesce(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
 			FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2)
 		FROM hookd_endpoints e WHERE e.owner_id = $1 ORDER BY e.created_at, e.id`, ownerID, ts(since))
 	if err != nil {
 		return nil, fmt.Errorf("endpoint activity: %w", err)
 	}
-	for rs.Next() {
-		var id string
-		var packed int64
-		if err := rs.Scan(&id, &packed); err != nil {
-			rs.Close()
-			return nil, err
-		}
-		a := &Activity{EndpointID: id, Deliveries: int(packed >> 32), Failures: int(packed & 0xffffffff)}
-		out = append(out, a)
-		byID[id] = a
-	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("endpoint activity: %w", err)
-	}
 	// The latest attempted delivery of each endpoint: one backwards step
 	// down its (endpoint_id, id) index each.
-	rs, err = q.query(ctx, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
+	last, err := collect(ctx, q, scanDelivery, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
 		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 ORDER BY x.id DESC LIMIT 1)
 		WHERE e.owner_id = $1`, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint last delivery: %w", err)
 	}
-	defer rs.Close()
-	for rs.Next() {
-		d, err := scanDelivery(rs)
-		if err != nil {
-			return nil, err
-		}
+	byID := make(map[string]*Activity, len(out))
+	for _, a := range out {
+		byID[a.EndpointID] = a
+	}
+	for _, d := range last {
 		if a := byID[d.EndpointID]; a != nil {
 			a.Last = d
 		}
 	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // HourCount is how many of an endpoint's deliveries created in one hour

@@ -56,7 +56,7 @@ func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int,
 	// The candidates are picked once, in a materialized CTE: PostgreSQL may
 	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
 	// more than limit.
-	rs, err := q.query(ctx, `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
+	ids, err := collect(ctx, q, scanOne[string], `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
 		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
 		UPDATE hookd_deliveries SET claimed_until = $3
 		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
@@ -64,16 +64,7 @@ func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int,
 	if err != nil {
 		return nil, fmt.Errorf("claim fresh deliveries: %w", err)
 	}
-	defer rs.Close()
-	var ids []string
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, fmt.Errorf("claim fresh deliveries: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rs.Err()
+	return ids, nil
 }
 
 // LoadAttempts reads the deliveries with these ids (those that still

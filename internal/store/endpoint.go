@@ -74,20 +74,11 @@ func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endp
 // ListEndpoints returns an owner's endpoints, oldest first. enabledOnly
 // limits them to enabled ones (what fanout offers events to).
 func (q *Q) ListEndpoints(ctx context.Context, ownerID string, enabledOnly bool) ([]*endpoint.Endpoint, error) {
-	rs, err := q.query(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
+	out, err := collect(ctx, q, scanEndpoint, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints: %w", err)
 	}
-	defer rs.Close()
-	var out []*endpoint.Endpoint
-	for rs.Next() {
-		e, err := scanEndpoint(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // UpdateEndpoint writes e's mutable fields (url, description, globs, secret,

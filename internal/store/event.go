@@ -11,11 +11,13 @@ import (
 
 const eventCols = `id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, COALESCE(idempotency_key, ''), created_at`
 
-func scanEvent(r row) (*event.Event, error) {
+// scanEvent reads eventCols, then any columns after them into extra.
+func scanEvent(r row, extra ...any) (*event.Event, error) {
 	var e event.Event
 	var occurred, created int64
 	var data []byte
-	if err := r.Scan(&e.ID, &e.OwnerID, &e.Type, &e.Subject, &occurred, &data, &e.Tenant, &e.EndpointID, &e.IdempotencyKey, &created); err != nil {
+	dest := []any{&e.ID, &e.OwnerID, &e.Type, &e.Subject, &occurred, &data, &e.Tenant, &e.EndpointID, &e.IdempotencyKey, &created}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	e.Data = data
@@ -66,23 +68,11 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 			args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
 		}
 		sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
-		rs, err := q.query(ctx, sb.String(), args...)
+		ids, err := collect(ctx, q, scanOne[string], sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: %w", err)
 		}
-		written := map[string]bool{}
-		for rs.Next() {
-			var id string
-			if err := rs.Scan(&id); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("insert events: %w", err)
-			}
-			written[id] = true
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, fmt.Errorf("insert events: %w", err)
-		}
+		written := setOf(ids)
 		for _, e := range chunk {
 			if written[e.ID] {
 				out = append(out, Inserted{e.ID, true})
@@ -102,26 +92,14 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 // OwnersWithEndpoints reports which of owners have at least one enabled
 // endpoint: a publish makes fanout jobs only for their events.
 func (q *Q) OwnersWithEndpoints(ctx context.Context, owners []string) (map[string]bool, error) {
-	out := make(map[string]bool, len(owners))
 	if len(owners) == 0 {
-		return out, nil
+		return map[string]bool{}, nil
 	}
-	rs, err := q.query(ctx, `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
+	ids, err := collect(ctx, q, scanOne[string], `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
 	if err != nil {
 		return nil, fmt.Errorf("owners with endpoints: %w", err)
 	}
-	defer rs.Close()
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, fmt.Errorf("owners with endpoints: %w", err)
-		}
-		out[id] = true
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("owners with endpoints: %w", err)
-	}
-	return out, nil
+	return setOf(ids), nil
 }
 
 // GetEvent returns one event of an owner ("" for any owner).

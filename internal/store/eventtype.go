@@ -39,30 +39,15 @@ func (q *Q) PutEventType(ctx context.Context, t *event.Type) error {
 // KeepSharedEventTypes removes every shared type not named in keep: the
 // shared catalog is what the latest start loaded.
 func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
-	rs, err := q.query(ctx, `SELECT name FROM hookd_event_types WHERE owner_id = ''`)
+	shared, err := collect(ctx, q, scanOne[string], `SELECT name FROM hookd_event_types WHERE owner_id = ''`)
 	if err != nil {
 		return fmt.Errorf("shared event types: %w", err)
 	}
-	want := make(map[string]bool, len(keep))
-	for _, n := range keep {
-		want[n] = true
-	}
-	var gone []string
-	for rs.Next() {
-		var n string
-		if err := rs.Scan(&n); err != nil {
-			rs.Close()
-			return fmt.Errorf("shared event types: %w", err)
+	want := setOf(keep)
+	for _, n := range shared {
+		if want[n] {
+			continue
 		}
-		if !want[n] {
-			gone = append(gone, n)
-		}
-	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return fmt.Errorf("shared event types: %w", err)
-	}
-	for _, n := range gone {
 		if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = '' AND name = $1`, n); err != nil {
 			return fmt.Errorf("drop shared event type %s: %w", n, err)
 		}
@@ -74,26 +59,17 @@ func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
 // ones offered to it (to every owner, or to its profile) that it has not
 // registered itself, by name.
 func (q *Q) ListEventTypes(ctx context.Context, ownerID string) ([]*event.Type, error) {
-	rs, err := q.query(ctx, `SELECT `+typeColumns+` FROM hookd_event_types t
+	out, err := collect(ctx, q, scanType, `SELECT `+typeColumns+` FROM hookd_event_types t
 		WHERE `+effective+` ORDER BY t.name`, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list event types: %w", err)
 	}
-	defer rs.Close()
-	var out []*event.Type
-	for rs.Next() {
-		t, err := scanType(rs)
-		if err != nil {
-			return nil, fmt.Errorf("list event types: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 const typeColumns = `t.owner_id, t.name, t.exposure, t.scoped, t.description, t.data_schema, t.schema_hash, t.example, t.created_at`
 
-func scanType(r interface{ Scan(...any) error }) (*event.Type, error) {
+func scanType(r row) (*event.Type, error) {
 	var t event.Type
 	var schema, example string
 	var created int64
@@ -170,18 +146,9 @@ func (q *Q) TypeSchema(ctx context.Context, ownerID, name string) ([]byte, strin
 // ScopedTypes returns the names of the types that are scoped for an owner
 // (usually none or one): fanout judges scope only for these.
 func (q *Q) ScopedTypes(ctx context.Context, ownerID string) (map[string]bool, error) {
-	rs, err := q.query(ctx, `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `+effective, ownerID)
+	names, err := collect(ctx, q, scanOne[string], `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `+effective, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("scoped event types: %w", err)
 	}
-	defer rs.Close()
-	out := map[string]bool{}
-	for rs.Next() {
-		var n string
-		if err := rs.Scan(&n); err != nil {
-			return nil, fmt.Errorf("scoped event types: %w", err)
-		}
-		out[n] = true
-	}
-	return out, rs.Err()
+	return setOf(names), nil
 }

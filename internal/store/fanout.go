@@ -31,20 +31,11 @@ func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
 // EndpointsWithDelivery returns the endpoints that already have a delivery
 // of eventID (what a repeated fanout must skip).
 func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[string]bool, error) {
-	rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
+	ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
 	if err != nil {
 		return nil, fmt.Errorf("endpoints with delivery: %w", err)
 	}
-	defer rs.Close()
-	out := map[string]bool{}
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, err
-		}
-		out[id] = true
-	}
-	return out, rs.Err()
+	return setOf(ids), nil
 }
 
 // AwaitingFanout returns up to limit of the owner's events still awaiting
@@ -52,28 +43,30 @@ func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[stri
 // on PostgreSQL it locks them (skipping any another fanout has locked), so
 // call it inside the transaction that fans them out.
 func (q *Q) AwaitingFanout(ctx context.Context, ownerID, except string, limit int) ([]*event.Event, []int64, error) {
-	rs, err := q.query(ctx, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
+	evs, err := collect(ctx, q, scanEventJob, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
 		ORDER BY id LIMIT $3`+q.skipLocked(), ownerID, except, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
 	}
-	defer rs.Close()
-	var evs []*event.Event
-	var jobs []int64
-	for rs.Next() {
-		var e event.Event
-		var occurred, created, job int64
-		if err := rs.Scan(&e.ID, &e.OwnerID, &e.Type, &e.Subject, &occurred, &e.Data, &e.Tenant, &e.EndpointID, &e.IdempotencyKey, &created, &job); err != nil {
-			return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
-		}
-		e.OccurredAt, e.CreatedAt = fromTS(occurred), fromTS(created)
-		evs = append(evs, &e)
-		jobs = append(jobs, job)
+	if len(evs) == 0 {
+		return nil, nil, nil
 	}
-	if err := rs.Err(); err != nil {
-		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
+	jobs := make([]int64, len(evs))
+	for i, e := range evs {
+		jobs[i] = e.FanoutJob
 	}
 	return evs, jobs, nil
+}
+
+// scanEventJob reads eventCols and fanout_job.
+func scanEventJob(r row) (*event.Event, error) {
+	var job int64
+	e, err := scanEvent(r, &job)
+	if err != nil {
+		return nil, err
+	}
+	e.FanoutJob = job
+	return e, nil
 }
 
 // InsertDeliveries inserts pending deliveries, skipping any (endpoint, event)
@@ -99,21 +92,12 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 			byID[d.ID] = d
 		}
 		sb.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`)
-		rs, err := q.query(ctx, sb.String(), args...)
+		ids, err := collect(ctx, q, scanOne[string], sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert deliveries: %w", err)
 		}
-		for rs.Next() {
-			var id string
-			if err := rs.Scan(&id); err != nil {
-				rs.Close()
-				return nil, err
-			}
+		for _, id := range ids {
 			out = append(out, byID[id])
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, fmt.Errorf("insert deliveries: %w", err)
 		}
 	}
 	return out, nil
@@ -138,22 +122,13 @@ func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) 
 	for len(endpointIDs) > 0 {
 		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
 		endpointIDs = endpointIDs[len(chunk):]
-		rs, err := q.query(ctx, `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
+		ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
 			GROUP BY endpoint_id HAVING min(busy_until) > $1`, append([]any{now}, anys(chunk)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("busy endpoints: %w", err)
 		}
-		for rs.Next() {
-			var id string
-			if err := rs.Scan(&id); err != nil {
-				rs.Close()
-				return nil, fmt.Errorf("busy endpoints: %w", err)
-			}
+		for _, id := range ids {
 			busy[id] = true
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, fmt.Errorf("busy endpoints: %w", err)
 		}
 	}
 	return busy, nil

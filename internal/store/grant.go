@@ -102,20 +102,11 @@ func (q *Q) GrantsByID(ctx context.Context, ownerID string, ids []string) (map[s
 }
 
 func (q *Q) grants(ctx context.Context, sql string, args ...any) ([]*scope.Grant, error) {
-	rs, err := q.query(ctx, sql, args...)
+	out, err := collect(ctx, q, scanGrant, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list grants: %w", err)
 	}
-	defer rs.Close()
-	var out []*scope.Grant
-	for rs.Next() {
-		g, err := scanGrant(rs)
-		if err != nil {
-			return nil, fmt.Errorf("list grants: %w", err)
-		}
-		out = append(out, g)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // UpdateGrant writes g's mutable fields (description, allow, deny,

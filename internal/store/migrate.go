@@ -190,22 +190,11 @@ func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var applied int
-	rs, err := db.base.query(ctx, `SELECT version FROM hookd_migrations`)
+	versions, err := collect(ctx, db.base, scanOne[int], `SELECT version FROM hookd_migrations`)
 	if err != nil {
 		return 0, fmt.Errorf("read applied migrations: %w", err)
 	}
-	defer rs.Close()
-	have := map[int]bool{}
-	for rs.Next() {
-		var v int
-		if err := rs.Scan(&v); err != nil {
-			return 0, fmt.Errorf("read applied migrations: %w", err)
-		}
-		have[v] = true
-	}
-	if err := rs.Err(); err != nil {
-		return 0, fmt.Errorf("read applied migrations: %w", err)
-	}
+	have := setOf(versions)
 	for _, f := range files {
 		name := strings.TrimPrefix(f, "migrations/")
 		if v, err := strconv.Atoi(name[:strings.IndexByte(name, '_')]); err == nil && have[v] {

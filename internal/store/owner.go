@@ -56,20 +56,11 @@ func (q *Q) GetOwner(ctx context.Context, id string) (*owner.Owner, error) {
 
 // ListOwners returns every owner, oldest first.
 func (q *Q) ListOwners(ctx context.Context) ([]*owner.Owner, error) {
-	rs, err := q.query(ctx, `SELECT `+ownerCols+` FROM hookd_owners ORDER BY created_at, id`)
+	out, err := collect(ctx, q, scanOwner, `SELECT `+ownerCols+` FROM hookd_owners ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list owners: %w", err)
 	}
-	defer rs.Close()
-	var out []*owner.Owner
-	for rs.Next() {
-		o, err := scanOwner(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // UpdateOwner replaces an owner's profile and attributes.

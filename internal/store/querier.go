@@ -67,6 +67,8 @@ func (s sqlQuerier) queryRow(ctx context.Context, q string, args ...any) row {
 
 type sqlRows struct{ *sql.Rows }
 
+// Close drops *sql.Rows.Close's error: it is the iteration's, which Err
+// reports too (database/sql keeps it for Err after Close).
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
 type sqlRow struct{ r *sql.Row }
@@ -160,15 +162,15 @@ func (p pgRelaxed) exec(ctx context.Context, q string, args ...any) (int64, erro
 func (p pgRelaxed) query(ctx context.Context, q string, args ...any) (rows, error) {
 	br := p.send(ctx, q, args...)
 	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
+		_ = br.Close() // the batch failed already: err is what it says
 		return nil, classify(err)
 	}
 	r, err := br.Query()
 	if err != nil {
-		_ = br.Close()
+		_ = br.Close() // the batch failed already: err is what it says
 		return nil, classify(err)
 	}
-	return pgBatchRows{r, br}, nil
+	return &pgBatchRows{Rows: r, br: br}, nil
 }
 
 func (p pgRelaxed) queryRow(ctx context.Context, q string, args ...any) row {
@@ -176,15 +178,29 @@ func (p pgRelaxed) queryRow(ctx context.Context, q string, args ...any) row {
 	return pgFirstRow{r, err}
 }
 
-// pgBatchRows closes its batch with the rows (which returns the connection).
+// pgBatchRows closes its batch with the rows (which returns the
+// connection). The batch is an implicit transaction whose commit PostgreSQL
+// reports after the rows, so Err after Close includes the batch's error.
 type pgBatchRows struct {
 	pgx.Rows
-	br pgx.BatchResults
+	br       pgx.BatchResults
+	closed   bool
+	closeErr error
 }
 
-func (r pgBatchRows) Close() {
+func (r *pgBatchRows) Close() {
 	r.Rows.Close()
-	_ = r.br.Close()
+	if !r.closed {
+		r.closed = true
+		r.closeErr = r.br.Close()
+	}
+}
+
+func (r *pgBatchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return classify(err)
+	}
+	return classify(r.closeErr)
 }
 
 type pgFirstRow struct {
@@ -208,6 +224,42 @@ func (f pgFirstRow) Scan(dest ...any) error {
 	}
 	f.r.Close()
 	return f.r.Err()
+}
+
+// collect runs query on db and reads every row it returns with scan: the
+// one row loop of the store. Each list query is a scan function and a call.
+func collect[T any](ctx context.Context, db querier, scan func(row) (T, error), query string, args ...any) ([]T, error) {
+	rs, err := db.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close() // on a scan error; a no-op after the Close below
+	var out []T
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	rs.Close() // before Err: a relaxed query's batch reports its commit on Close
+	return out, rs.Err()
+}
+
+// scanOne reads a row of one column.
+func scanOne[T any](r row) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
+
+// setOf returns the set of vs.
+func setOf[T comparable](vs []T) map[T]bool {
+	out := make(map[T]bool, len(vs))
+	for _, v := range vs {
+		out[v] = true
+	}
+	return out
 }
 
 // placeholders returns "$from, …, $(from+n-1)".

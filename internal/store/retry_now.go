@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -18,28 +19,13 @@ import (
 // running (its attempt just ended, River not yet told) keeps the time its
 // outcome sets; a second call brings it forward.
 func (db *DB) RetryNow(ctx context.Context, endpointID string, now int64) (int, error) {
-	rs, err := db.base.query(ctx, `UPDATE hookd_deliveries SET next_attempt_at = $2, updated_at = $2
+	moved, err := collect(ctx, db.base, scanOne[int64], `UPDATE hookd_deliveries SET next_attempt_at = $2, updated_at = $2
 		WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > $2 RETURNING job_id`, endpointID, now)
 	if err != nil {
 		return 0, fmt.Errorf("retry now: %w", err)
 	}
-	var jobs []int64
-	n := 0
-	for rs.Next() {
-		var id int64
-		if err := rs.Scan(&id); err != nil {
-			rs.Close()
-			return 0, fmt.Errorf("retry now: %w", err)
-		}
-		n++
-		if id != 0 {
-			jobs = append(jobs, id)
-		}
-	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return 0, fmt.Errorf("retry now: %w", err)
-	}
+	n := len(moved)
+	jobs := slices.DeleteFunc(moved, func(id int64) bool { return id == 0 })
 	if db.queue == nil || len(jobs) == 0 {
 		return n, nil
 	}

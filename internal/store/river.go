@@ -156,20 +156,21 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 	if q.db.Backend != Postgres {
 		col = `json(metadata)` // River's SQLite schema stores it as JSONB: read it back as JSON text
 	}
-	rs, err := q.query(ctx, `SELECT id, `+col+` FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
+	type jobMeta struct {
+		id   int64
+		meta []byte
+	}
+	rows, err := collect(ctx, q, func(r row) (m jobMeta, err error) {
+		err = r.Scan(&m.id, &m.meta)
+		return m, err
+	}, `SELECT id, `+col+` FROM river_job WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("job metadata: %w", err)
 	}
-	defer rs.Close()
-	for rs.Next() {
-		var id int64
-		var meta []byte
-		if err := rs.Scan(&id, &meta); err != nil {
-			return nil, fmt.Errorf("job metadata: %w", err)
-		}
-		out[id] = meta
+	for _, m := range rows {
+		out[m.id] = m.meta
 	}
-	return out, rs.Err()
+	return out, nil
 }
 
 // deleteJobsStmt deletes River jobs that are not running: River's

@@ -31,36 +31,32 @@ func (db *DB) ReadStats(ctx context.Context, now int64) (*Stats, error) {
 	if oldest != nil {
 		s.OldestDueAt = *oldest
 	}
-	rs, err := db.base.query(ctx, `SELECT CASE WHEN NOT enabled THEN 'disabled' WHEN failing_since IS NOT NULL THEN 'failing' ELSE 'healthy' END, count(*)
+	endpoints, err := collect(ctx, db.base, func(r row) (c count, err error) {
+		err = r.Scan(&c.key[0], &c.n)
+		return c, err
+	}, `SELECT CASE WHEN NOT enabled THEN 'disabled' WHEN failing_since IS NOT NULL THEN 'failing' ELSE 'healthy' END, count(*)
 		FROM hookd_endpoints GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("stats: endpoints: %w", err)
 	}
-	for rs.Next() {
-		var state string
-		var n int64
-		if err := rs.Scan(&state, &n); err != nil {
-			rs.Close()
-			return nil, fmt.Errorf("stats: endpoints: %w", err)
-		}
-		s.EndpointState[state] = n
+	for _, c := range endpoints {
+		s.EndpointState[c.key[0]] = c.n
 	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("stats: endpoints: %w", err)
-	}
-	rs, err = db.base.query(ctx, `SELECT queue, state, count(*) FROM river_job GROUP BY queue, state`)
+	jobs, err := collect(ctx, db.base, func(r row) (c count, err error) {
+		err = r.Scan(&c.key[0], &c.key[1], &c.n)
+		return c, err
+	}, `SELECT queue, state, count(*) FROM river_job GROUP BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("stats: river jobs: %w", err)
 	}
-	defer rs.Close()
-	for rs.Next() {
-		var queue, state string
-		var n int64
-		if err := rs.Scan(&queue, &state, &n); err != nil {
-			return nil, fmt.Errorf("stats: river jobs: %w", err)
-		}
-		s.RiverJobs[[2]string{queue, state}] = n
+	for _, c := range jobs {
+		s.RiverJobs[c.key] = c.n
 	}
-	return s, rs.Err()
+	return s, nil
+}
+
+// count is one row of a GROUP BY: up to two key columns and count(*).
+type count struct {
+	key [2]string
+	n   int64
 }
