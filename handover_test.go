@@ -258,3 +258,40 @@ func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 		}
 	})
 }
+
+// A holder whose attempt failed lets go of the slot without draining (the
+// endpoint is failing; its deliveries keep their own jobs' schedules), but
+// a delivery committed while it held the slot had its job deferred behind
+// the held slot, and no other holder is left to send it. The holder looks
+// after its release, as a drain does, and wakes that delivery's job:
+// without the look it waited out the deferral (LeaseFor, here an hour).
+func TestFailedHolderWakesDeferred(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+		rc := newReceiver(t)
+		gate, releaseGate := releasedAtEnd(t)
+		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+			if n == 1 {
+				<-gate // the first delivery's job holds the slot meanwhile
+				return http.StatusInternalServerError, nil
+			}
+			return http.StatusOK, nil
+		})
+		b.registerType("hot.item")
+		ep := b.endpoint(rc.URL, "hot.item")
+		b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		second := b.publish("hot.item", `{"i":1}`)
+		waitDeferred(b, ep.ID, second)
+		// Its fanout found the slot held after its commit too, and woke
+		// nothing.
+		waitFanoutsDone(b)
+		releaseGate() // the first attempt fails; its retry is seconds out
+		got := rc.waitFor(t, 2, wait)
+		if got[1].Header.Get("webhook-id") != second {
+			t.Fatalf("second request is %s, want %s (the deferred delivery)", got[1].Header.Get("webhook-id"), second)
+		}
+		b.waitDelivery(ep.ID, second, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+	})
+}

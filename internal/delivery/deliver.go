@@ -167,11 +167,31 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 		return err // not recorded: River retries the job, which sends again
 	}
 	discarded := out.Verdict == Discard || out.Verdict == Retry && job.Attempt >= job.MaxAttempts
+	held = false
 	if out.Verdict == Complete || ep.Ordered && exclusive && discarded { // a discard lets an ordered endpoint's next go
-		held = false
 		s.drainThenHandOver(ctx, ep, slot, job.ID, exclusive, now)
+	} else {
+		s.releaseThenWake(ctx, ep.ID, slot, job.ID)
 	}
 	return res.forRiver
+}
+
+// releaseThenWake lets go of the slot after an attempt that failed, and
+// then looks, as a drain's hand-over does, for a fresh delivery due: one
+// committed while this attempt held the slot had its job deferred behind
+// it (deferBusy), and a failing endpoint has no drain to send it, so
+// without the look it would wait out the deferral (LeaseFor). If one is
+// due its job is woken; the failed delivery keeps its own retry schedule.
+func (s *Service) releaseThenWake(ctx context.Context, endpointID string, slot int, holder int64) {
+	s.releaseLease(ctx, endpointID, slot, holder)
+	due, err := s.db.Q().FreshDue(context.WithoutCancel(ctx), endpointID, s.now().UnixMicro())
+	if err != nil {
+		s.log.Warn("could not look for deliveries behind a failed attempt; they go when their jobs come due", "endpoint", endpointID, "error", err)
+		return
+	}
+	if due {
+		s.wakeNext(ctx, endpointID, true)
+	}
 }
 
 // releaseLease gives the holder's lease slot on the endpoint back, even
