@@ -138,116 +138,171 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (err error) {
 	ctx, span := s.startSpan(ctx, "hookd.fanout", jobMetadata, attribute.String("hookd.event", ev.ID), attribute.String("hookd.event_type", ev.Type))
 	defer func() { endSpan(span, err) }()
-	now := s.now().UTC()
-	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
+	f := fanoutRun{ev: ev, o: o, p: p, eps: eps, view: view, now: s.now().UTC()}
+	f.meta, _ = json.Marshal(jobMeta{Profile: p.Name()}) // a string field: cannot fail
+	if h := s.hook().BeforeFanoutTx; h != nil {
+		h(ev.ID)
+	}
 	// Relaxed commit: PostgreSQL writes WAL in order, so River's later,
 	// synchronous completion of this fanout job makes this transaction
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
 	var deferred []string
-	if h := s.hook().BeforeFanoutTx; h != nil {
-		h(ev.ID)
-	}
-	err = s.db.InTxRelaxed(ctx, func(q *store.Q) error {
-		deferred = nil // a retried transaction starts over
-		// Another fanout may be fanning this event out right now: look
-		// again once it has committed (its pairs are then skipped below)
-		// rather than hold a fanout worker waiting for it.
-		if ok, err := q.LockEvent(ctx, ev.ID); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			return river.JobSnooze(time.Second)
-		}
-		have, err := q.EndpointsWithDelivery(ctx, ev.ID)
-		if err != nil {
-			return err
-		}
-		others, otherJobs, err := q.AwaitingFanout(ctx, o.ID, ev.ID, s.cfg.FanoutBatch)
-		if err != nil {
-			return err
-		}
-		if len(others) > 0 {
-			// The events taken along may have been published after view
-			// was read (a grant revoked, then an event published): judge
-			// them by a view read now, in this transaction, after they
-			// were (each statement sees what committed before it).
-			if view, err = s.scopeView(ctx, q, o.ID, eps); err != nil {
-				return err
-			}
-		}
-		// Each event's deliveries carry its own trace (tracing on): the
-		// events taken along continue theirs, read from their fanout jobs.
-		metaOf, endOthers, err := s.fanoutTraces(ctx, q, others, otherJobs, jobMeta{Profile: p.Name()}, meta)
-		if err != nil {
-			return err
-		}
-		defer endOthers()
-		var (
-			ds     []*endpoint.Delivery
-			params []river.InsertManyParams
-			done   = []string{ev.ID}
-			gone   []int64
-		)
-		for i, e := range append([]*event.Event{ev}, others...) {
-			if i > 0 && len(ds) >= s.cfg.FanoutPairs {
-				break // the rest wait for their own jobs (or the next batch)
-			}
-			targets, err := s.targets(ctx, e, o, p, eps, view)
-			if err != nil {
-				return err
-			}
-			for _, ep := range targets {
-				if i == 0 && have[ep.ID] {
-					continue
-				}
-				at := s.cfg.Rules.ScheduleFor(ep, now)
-				if e.EndpointID != "" {
-					at = now // a test the owner asked for goes now, cooldown or not
-				}
-				d := &endpoint.Delivery{
-					ID: event.NewID("dlv_", now), OwnerID: o.ID, EndpointID: ep.ID, EventID: e.ID, EventType: e.Type,
-					State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
-				}
-				ds = append(ds, d)
-				params = append(params, deliverParams(d, p, metaOf(i), at, now))
-			}
-			if i > 0 {
-				done = append(done, e.ID)
-				gone = append(gone, otherJobs[i-1])
-			}
-		}
-		if len(ds) > 0 {
-			if deferred, err = s.deferBusy(ctx, q, ds, params, now); err != nil {
-				return err
-			}
-			if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
-				h(deferred)
-			}
-			// Jobs first, so each delivery row is written once, with its job id.
-			res, err := q.InsertJobs(ctx, params)
-			if err != nil {
-				return fmt.Errorf("enqueue deliveries: %w", err)
-			}
-			for i, r := range res {
-				ds[i].JobID = r.Job.ID
-			}
-			// A concurrent fanout of the same event (rare) may have won a
-			// pair: ON CONFLICT skips it, and the job inserted here for it
-			// finds the delivery's job_id is another's and does nothing.
-			if _, err := q.InsertDeliveries(ctx, ds); err != nil {
-				return err
-			}
-		}
-		if err := q.MarkFannedOut(ctx, done); err != nil {
-			return err
-		}
-		return q.DeleteJobs(ctx, gone)
+	err = s.db.InTxRelaxed(ctx, func(q *store.Q) (err error) {
+		deferred, err = s.fanoutTx(ctx, q, &f) // a retried transaction starts over
+		return err
 	})
 	if err == nil && len(deferred) > 0 {
 		s.wakeIfFree(ctx, deferred)
 	}
 	return err
+}
+
+// fanoutRun is what one fanout knows before its transaction: the job's
+// event, its owner and profile, the owner's enabled endpoints, the scope
+// view, the time, and the deliver jobs' plain metadata (jobMeta).
+type fanoutRun struct {
+	ev   *event.Event
+	o    *owner.Owner
+	p    profile.Profile
+	eps  []*endpoint.Endpoint
+	view *scope.View
+	now  time.Time
+	meta []byte
+}
+
+// fanoutTx is the fanout's transaction: it takes the event (and the others
+// awaiting fanout along), writes their deliveries and jobs, marks them
+// fanned out and deletes the others' fanout jobs. It returns the endpoints
+// whose new jobs it deferred (deferBusy).
+func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (deferred []string, err error) {
+	// Another fanout may be fanning this event out right now: look again
+	// once it has committed (its pairs are then skipped below) rather than
+	// hold a fanout worker waiting for it.
+	if ok, err := q.LockEvent(ctx, f.ev.ID); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, river.JobSnooze(time.Second)
+	}
+	have, err := q.EndpointsWithDelivery(ctx, f.ev.ID)
+	if err != nil {
+		return nil, err
+	}
+	others, otherJobs, err := s.takeAlong(ctx, q, f)
+	if err != nil {
+		return nil, err
+	}
+	// Each event's deliveries carry its own trace (tracing on): the events
+	// taken along continue theirs, read from their fanout jobs.
+	metaOf, endOthers, err := s.fanoutTraces(ctx, q, others, otherJobs, jobMeta{Profile: f.p.Name()}, f.meta)
+	if err != nil {
+		return nil, err
+	}
+	defer endOthers()
+	return s.writeFanout(ctx, q, f, have, others, otherJobs, metaOf)
+}
+
+// takeAlong reads up to FanoutBatch other events of the owner awaiting
+// their fanout, and their fanout jobs. The events taken along may have
+// been published after f.view was read (a grant revoked, then an event
+// published): they are judged by a view read now, in this transaction,
+// after they were (each statement sees what committed before it).
+func (s *Service) takeAlong(ctx context.Context, q *store.Q, f *fanoutRun) (others []*event.Event, otherJobs []int64, err error) {
+	others, otherJobs, err = q.AwaitingFanout(ctx, f.o.ID, f.ev.ID, s.cfg.FanoutBatch)
+	if err != nil || len(others) == 0 {
+		return others, otherJobs, err
+	}
+	if f.view, err = s.scopeView(ctx, q, f.o.ID, f.eps); err != nil {
+		return nil, nil, err
+	}
+	return others, otherJobs, nil
+}
+
+// writeFanout writes the deliveries (and their jobs) of the job's event,
+// to the endpoints that have none yet (have), and of the others taken
+// along (others[i], with fanout job otherJobs[i]) until FanoutPairs, marks
+// those events fanned out and deletes the others' fanout jobs. metaOf(i)
+// is the deliver jobs' metadata for the i-th event (0: the job's own). It
+// returns the endpoints whose new jobs it deferred (deferBusy).
+func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, have map[string]bool, others []*event.Event, otherJobs []int64, metaOf func(int) []byte) (deferred []string, err error) {
+	var (
+		ds     []*endpoint.Delivery
+		params []river.InsertManyParams // params[i] is ds[i]'s job
+		done   = []string{f.ev.ID}
+		gone   []int64
+	)
+	for i, e := range append([]*event.Event{f.ev}, others...) {
+		if i > 0 && len(ds) >= s.cfg.FanoutPairs {
+			break // the rest wait for their own jobs (or the next batch)
+		}
+		targets, err := s.targets(ctx, e, f.o, f.p, f.eps, f.view)
+		if err != nil {
+			return nil, err
+		}
+		for _, ep := range targets {
+			if i == 0 && have[ep.ID] {
+				continue
+			}
+			d, job := s.newDelivery(f, e, ep, metaOf(i))
+			ds, params = append(ds, d), append(params, job)
+		}
+		if i > 0 {
+			done = append(done, e.ID)
+			gone = append(gone, otherJobs[i-1])
+		}
+	}
+	if len(ds) > 0 {
+		if deferred, err = s.enqueue(ctx, q, ds, params, f.now); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.MarkFannedOut(ctx, done); err != nil {
+		return nil, err
+	}
+	return deferred, q.DeleteJobs(ctx, gone)
+}
+
+// newDelivery is e's delivery to ep and its deliver job's insert
+// parameters (meta: the job's metadata), due when the endpoint's health
+// allows (Rules.ScheduleFor).
+func (s *Service) newDelivery(f *fanoutRun, e *event.Event, ep *endpoint.Endpoint, meta []byte) (*endpoint.Delivery, river.InsertManyParams) {
+	now := f.now
+	at := s.cfg.Rules.ScheduleFor(ep, now)
+	if e.EndpointID != "" {
+		at = now // a test the owner asked for goes now, cooldown or not
+	}
+	d := &endpoint.Delivery{
+		ID: event.NewID("dlv_", now), OwnerID: f.o.ID, EndpointID: ep.ID, EventID: e.ID, EventType: e.Type,
+		State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
+	}
+	return d, deliverParams(d, f.p, meta, at, now)
+}
+
+// enqueue writes the deliver jobs (params[i] is ds[i]'s) and then the
+// deliveries, each row once, with its job's id; it first defers the jobs
+// of deliveries to busy endpoints (deferBusy) and returns those endpoints.
+func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) (deferred []string, err error) {
+	if deferred, err = s.deferBusy(ctx, q, ds, params, now); err != nil {
+		return nil, err
+	}
+	if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
+		h(deferred)
+	}
+	res, err := q.InsertJobs(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue deliveries: %w", err)
+	}
+	for i, r := range res {
+		ds[i].JobID = r.Job.ID
+	}
+	// A concurrent fanout of the same event (rare) may have won a pair: ON
+	// CONFLICT skips it, and the job inserted here for it finds the
+	// delivery's job_id is another's and does nothing.
+	if _, err := q.InsertDeliveries(ctx, ds); err != nil {
+		return nil, err
+	}
+	return deferred, nil
 }
 
 // deferBusy schedules out the jobs of deliveries to endpoints whose every
