@@ -2,13 +2,10 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -224,24 +221,6 @@ func TestRecordDrained(t *testing.T) {
 	})
 }
 
-// TestDeleteJobs: a fanout deletes the River jobs of the events it took
-// along, in its transaction; a running job is never deleted.
-func TestDeleteJobs(t *testing.T) {
-	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		ids := mkJobs(t, db, 3)
-		mustExec(t, db, `UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
-		must(t, db.InTx(ctx, func(q *store.Q) error { return q.DeleteJobs(ctx, ids) }))
-		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
-			t.Fatalf("%d jobs left, want 1 (the running one)", n)
-		}
-		if n := count(t, db, `SELECT count(*) FROM river_job WHERE id = $1`, ids[1]); n != 1 {
-			t.Fatal("the running job was deleted")
-		}
-	})
-}
-
 // mustExec runs a statement directly on either engine (to put rows into a
 // state the store never writes itself).
 func mustExec(t testing.TB, db *store.DB, query string, args ...any) {
@@ -253,27 +232,6 @@ func mustExec(t testing.TB, db *store.DB, query string, args ...any) {
 		_, err = db.SQLDB().Exec(query, args...)
 	}
 	must(t, err)
-}
-
-// mkJobs inserts n River jobs (with an insert-only client) and returns their ids.
-func mkJobs(t testing.TB, db *store.DB, n int) []int64 {
-	t.Helper()
-	if _, err := db.NewRiver(&river.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	params := make([]river.InsertManyParams, n)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: outboxArgs{EventID: fmt.Sprint(i)}}
-	}
-	var ids []int64
-	must(t, db.InTx(context.Background(), func(q *store.Q) error {
-		res, err := q.InsertJobs(context.Background(), params)
-		for _, r := range res {
-			ids = append(ids, r.Job.ID)
-		}
-		return err
-	}))
-	return ids
 }
 
 // TestDeliveryPending: the short read a busy job makes — pending for its

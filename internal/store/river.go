@@ -47,16 +47,7 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 			return nil, fmt.Errorf("river: %w", err)
 		}
 		q = riverQueue[pgx.Tx]{c}
-		// The notification River's own inserts send (its "river_insert"
-		// topic, a {"queue": …} payload): JobRetry sends none, so a job it
-		// makes available would otherwise wait for the next poll (200 ms).
-		db.notifyQueue = func(ctx context.Context, queue string) error {
-			return drv.GetExecutor().NotifyMany(ctx, &riverdriver.NotifyManyParams{
-				Payload: []string{fmt.Sprintf(`{"queue": %q}`, queue)},
-				Schema:  db.schema,
-				Topic:   "river_insert",
-			})
-		}
+		db.notifyQueue = notifyInsert(drv.GetExecutor(), db.schema)
 	} else {
 		c, err := river.NewClient(riversqlite.New(db.sqlDB), cfg)
 		if err != nil {
@@ -173,9 +164,43 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 	return out, nil
 }
 
+// hookd reaches past River's client in two places, both here: it deletes
+// jobs with its own statement (deleteJobsStmt) and sends River's insert
+// notification itself (notifyInsert). Each relies on River internals that a
+// River upgrade may change; each names the version it was checked against
+// and the test that fails if River changes.
+
+// notifyInsert returns what tells River's producers on PostgreSQL that a
+// job in a queue is available: the notification River's own inserts send
+// (topic "river_insert" in the client's schema, payload {"queue": …}).
+// JobRetry sends none, so a job it makes available would otherwise wait for
+// the producers' next poll.
+//
+// Checked against River v0.51.2: Client.maybeNotifyInsertForQueues sends
+// exactly this through NotifyMany, and the producer decodes insertPayload
+// {Queue} from notifier.NotificationTopicInsert ("river_insert").
+// Guarded by TestWakeNextFreshNotifies (river_test.go): if River changes
+// the topic or payload its producers listen for, the job it wakes waits for
+// the poll and that test fails.
+func notifyInsert(exec riverdriver.Executor, schema string) func(ctx context.Context, queue string) error {
+	return func(ctx context.Context, queue string) error {
+		return exec.NotifyMany(ctx, &riverdriver.NotifyManyParams{
+			Payload: []string{fmt.Sprintf(`{"queue": %q}`, queue)},
+			Schema:  schema,
+			Topic:   "river_insert",
+		})
+	}
+}
+
 // deleteJobsStmt deletes River jobs that are not running: River's
 // JobDeleteMany in one plain statement (it also selects and returns every
 // deleted row, which a drain's recorder has no use for).
+//
+// Checked against River v0.51.2: its river_job table (both drivers) has
+// id and state, and JobDeleteMany spares state 'running' the same way
+// (dbsqlc/river_job.sql of riverpgxv5 and riversqlite). Guarded by
+// TestDeleteJobs (river_test.go: a running job survives, the others go)
+// and TestRecordDrained (drain_test.go).
 func deleteJobsStmt(ids []int64) stmt {
 	return stmt{`DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(1, len(ids)) + `)`, anys(ids)}
 }

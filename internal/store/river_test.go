@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -69,4 +72,110 @@ func TestInsertJobsInTx(t *testing.T) {
 			t.Fatalf("after commit: %d events, %d jobs; want one of each", e, j)
 		}
 	})
+}
+
+// TestDeleteJobs: a fanout deletes the River jobs of the events it took
+// along, in its transaction; a running job is never deleted.
+func TestDeleteJobs(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ids := mkJobs(t, db, 3)
+		mustExec(t, db, `UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
+		must(t, db.InTx(ctx, func(q *store.Q) error { return q.DeleteJobs(ctx, ids) }))
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
+			t.Fatalf("%d jobs left, want 1 (the running one)", n)
+		}
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE id = $1`, ids[1]); n != 1 {
+			t.Fatal("the running job was deleted")
+		}
+	})
+}
+
+// mkJobs inserts n River jobs (with an insert-only client) and returns their ids.
+func mkJobs(t testing.TB, db *store.DB, n int) []int64 {
+	t.Helper()
+	if _, err := db.NewRiver(&river.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: outboxArgs{EventID: fmt.Sprint(i)}}
+	}
+	var ids []int64
+	must(t, db.InTx(context.Background(), func(q *store.Q) error {
+		res, err := q.InsertJobs(context.Background(), params)
+		for _, r := range res {
+			ids = append(ids, r.Job.ID)
+		}
+		return err
+	}))
+	return ids
+}
+
+// TestWakeNextFreshNotifies guards notifyInsert: on PostgreSQL a job
+// WakeNextFresh makes available is worked at once, not at the producers'
+// next poll (an hour here). It fails if River changes the insert
+// notification its producers listen for (see notifyInsert).
+func TestWakeNextFreshNotifies(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Postgres(t)
+	cfg.MaxConns = 8 // leave connections for the parallel tests
+	db := dbtest.Open(t, cfg)
+	ctx := context.Background()
+	worked := make(chan string, 2)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[outboxArgs]) error {
+		worked <- j.Args.EventID
+		return nil
+	}))
+	queue, err := db.NewRiver(&river.Config{
+		Queues:            map[string]river.QueueConfig{"wake": {MaxWorkers: 5}},
+		Workers:           workers,
+		FetchPollInterval: time.Hour,
+		FetchCooldown:     time.Millisecond,
+	})
+	must(t, err)
+	must(t, queue.Start(ctx))
+	t.Cleanup(func() { must(t, queue.Stop(context.Background())) })
+	insert := func(eventID string, at time.Time) int64 {
+		var id int64
+		must(t, db.InTx(ctx, func(q *store.Q) error {
+			res, err := q.InsertJobs(ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: eventID}, InsertOpts: &river.InsertOpts{Queue: "wake", ScheduledAt: at}}})
+			if err == nil {
+				id = res[0].Job.ID
+			}
+			return err
+		}))
+		return id
+	}
+	// A job due now is worked once the producer runs: after that it
+	// listens (it subscribes before its first fetch), and with fewer jobs
+	// than workers fetched it fetches again only when told or at the poll.
+	insert("warm-up", time.Time{})
+	if got := <-worked; got != "warm-up" {
+		t.Fatalf("worked %q first, want the warm-up job", got)
+	}
+
+	mkOwner(t, db, "acme")
+	ep := mkEndpoint(t, db, "acme", 1)
+	d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+	d.JobID = insert("woken", time.Now().Add(time.Hour))
+	mkDeliveries(t, db, d)
+	// The producer may not have its LISTEN in place yet: wake (and so
+	// notify) again until the job runs, well inside the hour's poll.
+	deadline := time.After(10 * time.Second)
+	for {
+		must(t, db.WakeNextFresh(ctx, ep.ID, ts(t0), true))
+		select {
+		case got := <-worked:
+			if got != "woken" {
+				t.Fatalf("worked %q, want the woken job", got)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the woken job waited for the poll: River's producers no longer hear notifyInsert's notification")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
