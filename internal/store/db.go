@@ -127,7 +127,7 @@ func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
 	sqlDB.SetMaxIdleConns(1)
 	sqlDB.SetConnMaxLifetime(0)
 	if err := pingSQLite(ctx, sqlDB); err != nil {
-		sqlDB.Close()
+		_ = sqlDB.Close() // nothing was opened: the ping's error is the one to report
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	return sqlDB, nil
@@ -264,7 +264,11 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(&Q{db: db, querier: sqlQuerier{c: tx}, tx: tx}); err != nil {
-		_ = tx.Rollback()
+		if rerr := tx.Rollback(); rerr != nil {
+			// fn's error is the caller's answer; a failed rollback means the
+			// connection is in trouble, which the next statement will say too.
+			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)
+		}
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -91,7 +91,9 @@ func (c *cachingConn) ExecContext(ctx context.Context, q string, args []driver.N
 		return nil, err
 	}
 	if !cached {
-		defer s.st.Close()
+		// Finalizing repeats the statement's last error, which ExecContext
+		// returns already.
+		defer func() { _ = s.st.Close() }()
 	}
 	return s.st.(driver.StmtExecContext).ExecContext(ctx, args)
 }
@@ -111,7 +113,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, q string, args []driver.
 
 func (c *cachingConn) release(s *cachedStmt, cached bool) {
 	if !cached {
-		_ = s.st.Close()
+		_ = s.st.Close() // finalizing repeats the rows' last error, which they returned already
 		return
 	}
 	c.mu.Lock()
