@@ -102,3 +102,29 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 func (s *Service) deleteOwner(ctx context.Context, _ Principal, in *OwnerRef) (*Empty, error) {
 	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error { return q.DeleteOwner(ctx, in.ID) })
 }
+
+// CreateOwner creates an owner with a profile and attributes the profile
+// accepts.
+func (s *Service) CreateOwner(ctx context.Context, id, profileName string, attrs map[string]string) (*owner.Owner, error) {
+	if err := owner.ValidateID(id); err != nil {
+		return nil, err
+	}
+	if profileName == "" {
+		profileName = s.DefaultProfile
+	}
+	p, err := s.Profiles.Get(profileName)
+	if err != nil {
+		return nil, err
+	}
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	if err := p.ValidateOwner(attrs); err != nil {
+		return nil, err
+	}
+	o := &owner.Owner{ID: id, Profile: p.Name(), Attributes: attrs, CreatedAt: s.now()}
+	if err := s.DB.Q().CreateOwner(ctx, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
