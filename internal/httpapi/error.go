@@ -19,14 +19,17 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
+// ErrorDetail is the code and the caller-facing message of an error answer.
 type ErrorDetail struct {
 	Code    apperr.Code `json:"code"`
 	Message string      `json:"message"`
 }
 
-// writeError maps err to a status and writes it; internal errors are logged
-// and answered with a plain "internal error".
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+// WriteError maps err to a status and writes it as an ErrorBody; internal
+// errors are logged and answered with a plain "internal error", unavailable
+// ones carry Retry-After. It is the one writer of hookd's HTTP error answers:
+// REST's, and /mcp's before the MCP SDK takes the request.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := apperr.CodeOf(err)
 	status := apperr.Status(code)
 	switch {
@@ -38,7 +41,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case status >= 500:
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: apperr.MessageOf(err)}})
+	writeJSON(w, status, ErrorBodyOf(err))
+}
+
+// ErrorBodyOf is the answer err maps to.
+func ErrorBodyOf(err error) ErrorBody {
+	return ErrorBody{Error: ErrorDetail{Code: apperr.CodeOf(err), Message: apperr.MessageOf(err)}}
 }
 
 // RetryAfterSeconds is the Retry-After of every 503 unavailable answer.

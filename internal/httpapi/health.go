@@ -37,7 +37,7 @@ func Readiness(ready func(context.Context) error, log *slog.Logger) http.Handler
 		defer cancel()
 		if ready != nil {
 			if err := ready(ctx); err != nil {
-				writeError(w, r, log, apperr.New(apperr.Unavailable, "not ready: %v", err))
+				WriteError(w, r, log, apperr.New(apperr.Unavailable, "not ready: %v", err))
 				return
 			}
 		}

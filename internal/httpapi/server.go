@@ -49,7 +49,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/{$}", s.Console)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
+		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
@@ -73,17 +73,17 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r))
 		if err != nil {
-			writeError(w, r, s.Log, err)
+			WriteError(w, r, s.Log, err)
 			return
 		}
 		in := op.NewInput()
 		if err := bind(w, r, in); err != nil {
-			writeError(w, r, s.Log, err)
+			WriteError(w, r, s.Log, err)
 			return
 		}
 		out, err := op.Call(r.Context(), p, in)
 		if err != nil {
-			writeError(w, r, s.Log, err)
+			WriteError(w, r, s.Log, err)
 			return
 		}
 		writeJSON(w, op.Status, out)

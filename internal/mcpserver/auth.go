@@ -2,14 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
-	"log/slog"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/ops"
 )
 
@@ -28,8 +27,8 @@ const maxBody = 1<<20 + 16<<10
 
 // Handler serves the tools over streamable HTTP. Every request must carry
 // a bearer key authn accepts (the header Hookd-Owner or query parameter
-// owner names an operator's default owner); otherwise it is answered like
-// REST: 401 with {"error": {"code", "message"}}.
+// owner names an operator's default owner); otherwise it is answered by
+// REST's own error writer: 401 with {"error": {"code", "message"}}.
 //
 // The handler is stateless: each request is authenticated and served on its
 // own, so nothing of one key's session can serve another, and a revoked key
@@ -65,7 +64,7 @@ func (s *Server) Handler(authn Authenticator) http.Handler {
 		}
 		p, err := authn(r.Context(), r.Header.Get("Authorization"), ownerName)
 		if err != nil {
-			writeError(w, s.log, err)
+			httpapi.WriteError(w, r, s.log, err)
 			return
 		}
 		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
@@ -102,16 +101,4 @@ func principal(ctx context.Context, req *mcp.CallToolRequest) (ops.Principal, er
 		return c(ctx)
 	}
 	return ops.Principal{}, apperr.New(apperr.Unauthorized, "missing API key: send Authorization: Bearer <key>")
-}
-
-func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
-	var body errorBody
-	body.Error.Code, body.Error.Message = apperr.CodeOf(err), apperr.MessageOf(err)
-	status := apperr.Status(body.Error.Code)
-	if status >= 500 {
-		log.Error("mcp request failed", "error", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/openapi"
 	"github.com/hookd/hookd/internal/ops"
 )
@@ -188,19 +189,10 @@ func splitOwner(op *ops.Op, raw json.RawMessage) (json.RawMessage, string, error
 	return rest, name, err
 }
 
-// errorBody is an error as REST writes it: {"error": {"code", "message"}}.
-type errorBody struct {
-	Error struct {
-		Code    apperr.Code `json:"code"`
-		Message string      `json:"message"`
-	} `json:"error"`
-}
-
 // errorResult is a tool error carrying the application error's code and
 // message; internal errors are logged and answered "internal error".
 func (s *Server) errorResult(op *ops.Op, err error) *mcp.CallToolResult {
-	var body errorBody
-	body.Error.Code, body.Error.Message = apperr.CodeOf(err), apperr.MessageOf(err)
+	body := httpapi.ErrorBodyOf(err)
 	if apperr.Status(body.Error.Code) >= 500 {
 		s.log.Error("mcp tool failed", "tool", op.Name, "error", err)
 	}
