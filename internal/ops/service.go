@@ -38,7 +38,7 @@ type Service struct {
 // Ops returns every declared op, in a stable order.
 func (s *Service) Ops() []*Op {
 	if s.ops == nil {
-		s.ops = append(s.ops, s.webhookOps()...)
+		s.ops = append(s.ops, s.endpointOps()...)
 		s.ops = append(s.ops, s.signingOps()...)
 		s.ops = append(s.ops, s.retryNowOp())
 		s.ops = append(s.ops, s.grantOps()...)

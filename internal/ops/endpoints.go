@@ -107,7 +107,7 @@ type EventTypeList struct {
 	Data []*event.Type `json:"data"`
 }
 
-func (s *Service) webhookOps() []*Op {
+func (s *Service) endpointOps() []*Op {
 	const base = "/api/admin/webhooks"
 	return []*Op{
 		define(Op{Name: "webhooks.list", Summary: "List the owner's endpoints.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEndpoints),
@@ -118,7 +118,7 @@ func (s *Service) webhookOps() []*Op {
 		define(Op{Name: "webhooks.send_test", Summary: "Send one test event to this endpoint only.", Method: http.MethodPost, Path: base + "/{id}/send_test", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.sendTest),
 		define(Op{Name: "webhooks.deliveries", Summary: "The endpoint's deliveries, newest first.", Method: http.MethodGet, Path: base + "/{id}/deliveries", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.deliveries),
 		define(Op{Name: "webhooks.redeliver", Summary: "Re-enqueue every failed delivery of the endpoint.", Method: http.MethodPost, Path: base + "/{id}/redeliver", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.redeliver),
-		define(Op{Name: "webhooks.event_types", Summary: "List the event types the owner's endpoints can subscribe to: exposure webhook, offered by the owner's profile and the server's catalogs, or registered by the owner.", Method: http.MethodGet, Path: base + "/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.webhookEventTypes),
+		define(Op{Name: "webhooks.event_types", Summary: "List the event types the owner's endpoints can subscribe to: exposure webhook, offered by the owner's profile and the server's catalogs, or registered by the owner.", Method: http.MethodGet, Path: base + "/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.endpointEventTypes),
 	}
 }
 
@@ -356,7 +356,7 @@ func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (
 	return out, nil
 }
 
-func (s *Service) webhookEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {
+func (s *Service) endpointEventTypes(ctx context.Context, p Principal, _ *Empty) (*EventTypeList, error) {
 	ts, err := s.DB.Q().ListEventTypes(ctx, p.OwnerID)
 	if err != nil {
 		return nil, err
