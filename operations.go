@@ -34,11 +34,11 @@ func (h *Hookd) Ready(ctx context.Context) error {
 	}
 	if h.cfg.Work {
 		if !h.started.Load() {
-			return errors.New("River client not started")
+			return errors.New("River client not started") //nolint:staticcheck // ST1005: River is a name
 		}
 		select {
 		case <-h.ownRiver.Stopped():
-			return errors.New("River client stopped")
+			return errors.New("River client stopped") //nolint:staticcheck // ST1005: River is a name
 		default:
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("migrate", "hookd migrate [flags]", "Applies hookd's and River's migrations (idempotent; safe to run concurrently).")
 	var f dbFlags
 	f.register(fs.FlagSet)
@@ -29,7 +29,7 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closing(&err, db)
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func apikey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return apikeyRevoke(ctx, args, stdout, stderr)
 }
 
-func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("apikey create", "hookd apikey create --owner ID [--role admin|publisher|operator] [flags]",
 		"Creates an API key and prints it once, on the last line. The owner is created\n(profile standard) when it does not exist. Operator keys belong to no owner.")
 	var f dbFlags
@@ -92,7 +92,7 @@ func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer closing(&err, app)
 	k, err := app.Ops.CreateKey(ctx, *ownerID, role)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("apikey list", "hookd apikey list [--owner ID] [--json] [flags]",
 		"Lists API keys (never their secrets): every key, or one owner's with --owner.")
 	var f dbFlags
@@ -115,7 +115,7 @@ func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer closing(&err, app)
 	var ks []*owner.APIKey
 	if *ownerID == "" {
 		ks, err = app.DB.Q().AllAPIKeys(ctx)
@@ -150,7 +150,7 @@ func printKeys(w io.Writer, ks []*owner.APIKey) error {
 	return tw.Flush()
 }
 
-func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("apikey revoke", "hookd apikey revoke KEY_ID [flags]",
 		"Revokes a key at once, whoever owns it ('hookd apikey list' shows the ids).", "KEY_ID")
 	var f dbFlags
@@ -163,7 +163,7 @@ func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer closing(&err, app)
 	k, err := app.DB.Q().RevokeAPIKeyByID(ctx, pos[0], app.now())
 	if err != nil {
 		return err
@@ -180,8 +180,8 @@ subcommands:
 Run 'hookd owner create -h' for its flags and the kwork attributes.
 `
 
-func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_, args, err := cliflag.Group(args, ownerUsage, "create")
+func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	_, args, err = cliflag.Group(args, ownerUsage, "create")
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer app.Close()
+	defer closing(&err, app)
 	o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
 	if err != nil {
 		return err

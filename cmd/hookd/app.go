@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -28,3 +30,10 @@ func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, erro
 }
 
 func (a *hookdApp) now() int64 { return time.Now().UnixMicro() }
+
+// closing closes c as a command returns and adds a failure to close to the
+// command's error (deferred: defer closing(&err, c)), so no Close error is
+// dropped.
+func closing(err *error, c io.Closer) {
+	*err = errors.Join(*err, c.Close())
+}

@@ -14,7 +14,7 @@ import (
 
 // benchCmd runs one end-to-end measurement (internal/bench) and prints one
 // line per figure; it fails when a delivery was lost or a signature bad.
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("bench", "hookd bench [flags]", "Measures hookd end to end on a fresh database and prints one line per figure\n(docs/performance.md). It fails when a delivery was lost or a signature bad.")
 	var o bench.Options
 	fs.StringVar(&o.DB, "db", "sqlite", "sqlite (a temp file) or a postgres:// URL (a fresh schema, dropped afterwards)")
@@ -53,7 +53,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer closing(&err, f)
 		o.CPUProfile = f
 	}
 	res, err := bench.Run(ctx, o)

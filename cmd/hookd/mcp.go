@@ -22,7 +22,7 @@ import (
 // protocol; logs go to stderr). With --key the tools act as that key, checked
 // again on every call; without one, as an operator of the database opened
 // (whoever can open the database can change it anyway).
-func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("mcp", "hookd mcp [--key KEY] [--owner ID] [flags]",
 		"Serves every operation as an MCP tool over stdio (stdin/stdout carry the\nprotocol, logs go to stderr). It answers every request written before stdin\ncloses, then exits 0. Without --key the tools act as an operator of the\ndatabase opened.")
 	var f dbFlags
@@ -51,10 +51,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	app := &hookdApp{h, parts.Of(h)}
-	if err != nil {
-		return err
-	}
-	defer app.Close()
+	defer closing(&err, app)
 	srv, err := mcpserver.New(mcpserver.Config{Ops: app.Ops, Log: app.API.Log})
 	if err != nil {
 		return err

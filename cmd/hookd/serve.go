@@ -23,7 +23,7 @@ import (
 	"github.com/hookd/hookd/internal/version"
 )
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("serve", "hookd serve [flags]", "Runs the admin/publish API and the delivery workers (--role splits them).")
 	var f dbFlags
 	f.register(fs.FlagSet)
@@ -91,7 +91,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	defer closing(&err, h)
 	backend := parts.Of(h).DB.Backend
 	if err := h.Start(ctx); err != nil {
 		return err
@@ -134,7 +134,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *shutdown)
 	defer cancel()
 	for _, srv := range servers {
-		_ = srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			// Past the deadline: the requests still open end when hookd
+			// exits; say so and stop the rest.
+			log.Warn("shutting down a listener", "addr", srv.Addr, "error", err)
+		}
 	}
 	if err := h.Stop(sctx); err != nil {
 		log.Warn("stop", "error", err)

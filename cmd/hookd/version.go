@@ -20,7 +20,7 @@ func versionCmd(stdout io.Writer) error {
 
 // healthcheck GETs a hookd's /healthz (or /readyz) and exits 0 on 200: the
 // container image's HEALTHCHECK, which has no curl.
-func healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := "http://" + strings.Replace(envOr("HOOKD_ADDR", "127.0.0.1:8080"), "0.0.0.0", "127.0.0.1", 1) + "/healthz"
@@ -41,7 +41,7 @@ func healthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // closing a response body reports nothing the caller can act on
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	fmt.Fprintf(stdout, "%s %s", resp.Status, body)
 	if resp.StatusCode != http.StatusOK {

@@ -13,6 +13,7 @@ import (
 // Code classifies an application error.
 type Code string
 
+// The codes, each with the HTTP status Status maps it to.
 const (
 	Invalid      Code = "invalid"      // a value is wrong (422)
 	BadRequest   Code = "bad_request"  // the request cannot be parsed (400)

@@ -56,7 +56,7 @@ func (c *client) call(ctx context.Context, method, path, key string, in any, wan
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // closing a response body reports nothing the caller can act on
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return err

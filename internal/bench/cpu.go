@@ -33,7 +33,7 @@ func thisMachine() Machine {
 	if err != nil {
 		return m
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // opened read-only: closing cannot lose data
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -116,7 +116,7 @@ func (m *cpuMeter) backends(ctx context.Context) map[int]time.Duration {
 	if err != nil {
 		return nil
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // one read; the server ends the session either way
 	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, m.db.appName)
 	if err != nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -33,7 +34,7 @@ func freshDatabase(ctx context.Context, dbURL string) (*database, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &database{engine: "sqlite", url: filepath.Join(dir, "hookd.db"), drop: func() { os.RemoveAll(dir) }}, nil
+		return &database{engine: "sqlite", url: filepath.Join(dir, "hookd.db"), drop: func() { _ = os.RemoveAll(dir) }}, nil
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -64,9 +65,8 @@ func pgExec(ctx context.Context, dbURL, sql string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	_, err = conn.Exec(ctx, sql)
-	return err
+	return errors.Join(err, conn.Close(context.WithoutCancel(ctx)))
 }
 
 // pgURL is dbURL without its pool_* parameters, which are pgxpool's (hookd

@@ -123,7 +123,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	n := r.inFlight[ep].Add(1)
 	defer r.inFlight[ep].Add(-1)
-	for m := r.maxInFlight.Load(); n > m && !r.maxInFlight.CompareAndSwap(m, n); m = r.maxInFlight.Load() {
+	for m := r.maxInFlight.Load(); n > m; m = r.maxInFlight.Load() {
+		if r.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
 	}
 	id, data, err := r.verify[ep](req.Header, body)
 	var pl payload

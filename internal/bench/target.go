@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -49,11 +50,13 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 		return nil, fmt.Errorf("open hookd: %w", err)
 	}
 	if err := createOwners(ctx, h, p); err != nil {
-		h.Close()
-		return nil, err
+		return nil, errors.Join(err, h.Close())
 	}
 	if opts.Spawn {
-		h.Close() // the child owns the database from here
+		// The child owns the database from here.
+		if err := h.Close(); err != nil {
+			return nil, fmt.Errorf("close hookd before spawning: %w", err)
+		}
 		return spawn(ctx, opts, db, key)
 	}
 	return inProcess(ctx, h)
@@ -76,13 +79,11 @@ func createOwners(ctx context.Context, h *hookd.Hookd, p *plan) error {
 
 func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {
 	if err := h.Start(ctx); err != nil {
-		h.Close()
-		return nil, fmt.Errorf("start hookd: %w", err)
+		return nil, errors.Join(fmt.Errorf("start hookd: %w", err), h.Close())
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		h.Close()
-		return nil, err
+		return nil, errors.Join(err, h.Close())
 	}
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -95,9 +96,10 @@ func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {
 		stop: func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
+			// The run is measured by now: a slow stop costs nothing.
 			_ = srv.Shutdown(sctx)
 			_ = h.Stop(sctx)
-			h.Close()
+			_ = h.Close()
 		},
 	}, nil
 }

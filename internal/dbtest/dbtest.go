@@ -68,7 +68,7 @@ func NewSchema(t testing.TB, url string) string {
 	if err != nil {
 		t.Fatalf("connect postgres: %v", err)
 	}
-	defer conn.Close(ctx)
+	defer conn.Close(ctx) //nolint:errcheck // a DDL-only session; the schema is made or the test has failed
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}
@@ -77,7 +77,7 @@ func NewSchema(t testing.TB, url string) string {
 		if err != nil {
 			return
 		}
-		defer c.Close(context.Background())
+		defer c.Close(context.Background()) //nolint:errcheck // a DDL-only session at cleanup
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	})
 	return schema
@@ -90,7 +90,11 @@ func Open(t testing.TB, cfg store.Config) *store.DB {
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg.URL, err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Logf("close %s: %v", cfg.URL, err)
+		}
+	})
 	if err := db.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}

@@ -29,7 +29,10 @@ func main() {
 		os.Exit(1)
 	}
 	if *out == "" {
-		os.Stdout.Write(doc)
+		if _, err := os.Stdout.Write(doc); err != nil {
+			fmt.Fprintf(os.Stderr, "depsdoc: %v\n", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if err := os.WriteFile(*out, doc, 0o644); err != nil {

@@ -26,11 +26,11 @@ type Delivery struct {
 type DeliveryState string
 
 const (
-	// Pending: waiting for its first attempt, a retry, or a snooze to end.
+	// Pending means waiting for its first attempt, a retry, or a snooze to end.
 	Pending DeliveryState = "pending"
-	// Delivered: a 2xx was received.
+	// Delivered means a 2xx was received.
 	Delivered DeliveryState = "delivered"
-	// Failed: discarded (permanent failure, attempts exhausted, endpoint
+	// Failed means discarded (permanent failure, attempts exhausted, endpoint
 	// disabled or deleted, event pruned). Redeliver brings it back.
 	Failed DeliveryState = "failed"
 )

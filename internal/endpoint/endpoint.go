@@ -41,6 +41,9 @@ type Endpoint struct {
 // State is the endpoint's state in the endpoint state machine (docs/design.md).
 type State string
 
+// The endpoint states: enabled delivers; failing has had no 2xx since
+// FailingSince and its new deliveries wait out Rules.Cooldown; disabled
+// gets no new deliveries.
 const (
 	Enabled  State = "enabled"
 	Failing  State = "failing"

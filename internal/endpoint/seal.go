@@ -77,8 +77,7 @@ func LoadMasterKey(env, keyFile string, log *slog.Logger) ([]byte, error) {
 		return nil, fmt.Errorf("create master key file: %w", err)
 	}
 	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write master key file: %w", err)
+		return nil, fmt.Errorf("write master key file: %w", errors.Join(err, f.Close()))
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write master key file: %w", err)

@@ -59,7 +59,9 @@ func TestLoadCatalogs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "extra.yaml")
-	os.WriteFile(file, []byte("- name: invoice.paid\n  exposure: webhook\n  scoped: true\n  description: An invoice was paid.\n- name: audit.log\n"), 0o644)
+	if err := os.WriteFile(file, []byte("- name: invoice.paid\n  exposure: webhook\n  scoped: true\n  description: An invoice was paid.\n- name: audit.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got, err := LoadCatalogs([]string{"standmeet", " " + file})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +73,9 @@ func TestLoadCatalogs(t *testing.T) {
 		t.Fatalf("a misspelt name: %v, want an error naming the built-in catalogs", err)
 	}
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`[{"name": "Bad Name"}]`), 0o644)
+	if err := os.WriteFile(bad, []byte(`[{"name": "Bad Name"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadCatalogs([]string{bad}); err == nil || !strings.Contains(err.Error(), "Bad Name") {
 		t.Fatalf("a bad type name: %v", err)
 	}

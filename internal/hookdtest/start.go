@@ -3,6 +3,7 @@ package hookdtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -52,14 +53,15 @@ func Open(t testing.TB, cfg hookd.Config) Hookd {
 		t.Fatalf("open: %v", err)
 	}
 	if err := h.Start(ctx); err != nil {
-		h.Close()
-		t.Fatalf("start: %v", err)
+		t.Fatalf("start: %v", errors.Join(err, h.Close()))
 	}
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = h.Stop(sctx)
-		h.Close()
+		if err := h.Close(); err != nil {
+			t.Logf("close hookd: %v", err)
+		}
 	})
 	return Wrap(h)
 }

@@ -69,12 +69,3 @@ func bind(w http.ResponseWriter, r *http.Request, in any) error {
 	}
 	return nil
 }
-
-type jsonRaw []byte
-
-func (j jsonRaw) MarshalJSON() ([]byte, error) {
-	if len(j) == 0 {
-		return []byte("null"), nil
-	}
-	return j, nil
-}

@@ -89,7 +89,7 @@ func testToolList(t *testing.T, cs *mcp.ClientSession) {
 		var s struct {
 			Type string `json:"type"`
 		}
-		if json.Unmarshal(in, &s); s.Type != "object" {
+		if err := json.Unmarshal(in, &s); err != nil || s.Type != "object" {
 			t.Errorf("%s: input schema type %q, want object", tool.Name, s.Type)
 		}
 		if tool.OutputSchema == nil {

@@ -33,12 +33,15 @@ var (
 	descStatsUp   = prometheus.NewDesc("hookd_stats_up", "1 if the database answered this scrape's queries, 0 if not (the gauges above are then missing).", nil, nil)
 )
 
+// Describe sends the descriptions of the gauges Collect reports.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPending, descOldestDue, descEndpoints, descRiverJobs, descStatsUp} {
 		ch <- d
 	}
 }
 
+// Collect queries the database once, within Timeout, and sends the gauges;
+// hookd_stats_up says whether the queries answered.
 func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()

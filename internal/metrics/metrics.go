@@ -18,6 +18,7 @@ import (
 // Outcome is the value of hookd_deliveries_total's outcome label.
 type Outcome int
 
+// The outcomes of one attempt.
 const (
 	Delivered Outcome = iota // 2xx
 	Retry                    // failed, tried again per the profile's schedule

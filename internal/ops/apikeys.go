@@ -14,14 +14,17 @@ import (
 // its own owner's keys) or by an operator. An operator naming an owner acts
 // on that owner's keys; naming none, on the operator keys.
 
+// APIKeyList is api_keys.list's answer.
 type APIKeyList struct {
 	Data []*owner.APIKey `json:"data"`
 }
 
+// CreateAPIKeyIn is api_keys.create's input.
 type CreateAPIKeyIn struct {
 	Role owner.Role `json:"role,omitempty" jsonschema:"admin (default): endpoints, deliveries and event types; publisher: publish only; operator: every owner (operator keys only)"`
 }
 
+// APIKeyRef names one API key.
 type APIKeyRef struct {
 	ID string `json:"id" path:"id" jsonschema:"the key id (key_…)"`
 }

@@ -36,14 +36,17 @@ func (s *Service) view(e *endpoint.Endpoint) *EndpointView {
 	return &EndpointView{Endpoint: e, State: e.State()}
 }
 
+// EndpointList is webhooks.list's answer.
 type EndpointList struct {
 	Data []*EndpointView `json:"data"`
 }
 
+// EndpointRef names one endpoint.
 type EndpointRef struct {
 	ID string `json:"id" path:"id" jsonschema:"the endpoint id (ep_…)"`
 }
 
+// CreateEndpointIn is webhooks.create's input.
 type CreateEndpointIn struct {
 	URL         string   `json:"url" jsonschema:"absolute http(s) URL that receives the POSTs"`
 	Description string   `json:"description,omitempty"`
@@ -57,6 +60,8 @@ type CreateEndpointIn struct {
 	ControlsIn
 }
 
+// UpdateEndpointIn is webhooks.update's input: a field left out keeps its
+// value.
 type UpdateEndpointIn struct {
 	ID          string    `json:"id" path:"id"`
 	URL         *string   `json:"url,omitempty"`
@@ -69,6 +74,8 @@ type UpdateEndpointIn struct {
 	ControlsPatch
 }
 
+// DeliveriesIn is webhooks.deliveries' input: one endpoint, a page size
+// and the filters.
 type DeliveriesIn struct {
 	ID        string `json:"id" path:"id"`
 	Limit     int    `json:"limit,omitempty" query:"limit" jsonschema:"at most this many (default 50, max 500)"`
@@ -79,6 +86,8 @@ type DeliveriesIn struct {
 	Until     string `json:"until,omitempty" query:"until" jsonschema:"only deliveries created before this RFC 3339 time"`
 }
 
+// DeliveryView is a delivery as callers see it, with the URL of its River
+// job.
 type DeliveryView struct {
 	*endpoint.Delivery
 	JobURL string `json:"job_url"`
@@ -87,22 +96,26 @@ type DeliveryView struct {
 	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
+// DeliveryList is one page of an endpoint's deliveries, newest first.
 type DeliveryList struct {
 	Data []*DeliveryView `json:"data"`
 	// Next is the "before" value of the next page ("" when done).
 	Next string `json:"next,omitempty"`
 }
 
+// Redelivered is webhooks.redeliver's answer.
 type Redelivered struct {
 	Redelivered int    `json:"redelivered" jsonschema:"failed deliveries re-enqueued"`
 	Note        string `json:"note,omitempty" jsonschema:"what the count covers, when it is 0"`
 }
 
+// TestSent is the event webhooks.send_test published.
 type TestSent struct {
 	EventID string `json:"event_id"`
 	Type    string `json:"type"`
 }
 
+// EventTypeList is a list of event types.
 type EventTypeList struct {
 	Data []*event.Type `json:"data"`
 }

@@ -21,6 +21,7 @@ type EndpointActivity struct {
 	Last       *endpoint.Delivery `json:"last,omitempty"`
 }
 
+// ActivityList is every endpoint's activity since Since.
 type ActivityList struct {
 	Since time.Time           `json:"since"`
 	Data  []*EndpointActivity `json:"data"`
@@ -34,6 +35,7 @@ type HourOutcomes struct {
 	Pending   int       `json:"pending"`
 }
 
+// EndpointStats is one endpoint's deliveries by hour over the last 24 hours.
 type EndpointStats struct {
 	EndpointID string          `json:"endpoint_id"`
 	Hours      []*HourOutcomes `json:"hours"`

@@ -13,6 +13,7 @@ import (
 	"github.com/hookd/hookd/internal/profile"
 )
 
+// DeliveryRef names one delivery of one endpoint.
 type DeliveryRef struct {
 	EndpointID string `json:"id" path:"id" jsonschema:"the endpoint id (ep_…)"`
 	ID         string `json:"delivery_id" path:"delivery_id" jsonschema:"the delivery id"`

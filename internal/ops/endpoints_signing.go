@@ -25,6 +25,7 @@ const (
 	MaxOverlap     = 7 * 24 * time.Hour
 )
 
+// RotateSecretIn is webhooks.rotate_secret's input.
 type RotateSecretIn struct {
 	ID string `json:"id" path:"id" jsonschema:"the endpoint id (ep_…)"`
 	// Overlap is how long the old key keeps signing beside the new one.
@@ -35,6 +36,7 @@ type RotateSecretIn struct {
 // JSON number is taken as seconds.
 type Overlap string
 
+// UnmarshalJSON takes a duration string, or a JSON number of seconds.
 func (o *Overlap) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] != '"' && !bytes.Equal(b, []byte("null")) {
 		if _, err := strconv.ParseFloat(string(b), 64); err != nil {

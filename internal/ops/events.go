@@ -16,6 +16,7 @@ import (
 // MaxBatch is the most events one batch publish takes.
 const MaxBatch = 1000
 
+// PublishIn is one event to publish.
 type PublishIn struct {
 	Type       string          `json:"type" jsonschema:"a registered event type"`
 	Subject    string          `json:"subject,omitempty" jsonschema:"what the event is about, e.g. invoice://inv_123 (raw:// subjects never leave hookd)"`
@@ -26,14 +27,17 @@ type PublishIn struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty" header:"Idempotency-Key" jsonschema:"the same key returns the same event id and delivers once"`
 }
 
+// BatchIn is events.publish_batch's input: up to MaxBatch events.
 type BatchIn struct {
 	Events []PublishIn `json:"events"`
 }
 
+// BatchOut is what each event of a batch became, in order.
 type BatchOut struct {
 	Data []delivery.Published `json:"data"`
 }
 
+// EventRef names one event.
 type EventRef struct {
 	ID string `json:"id" path:"id"`
 }

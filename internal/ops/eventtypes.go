@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 )
 
+// PutEventTypeIn registers or changes one of the owner's event types.
 type PutEventTypeIn struct {
 	Name        string          `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
 	Exposure    string          `json:"exposure,omitempty" jsonschema:"webhook (fans out to endpoints) or internal (default: never leaves hookd)"`
@@ -20,6 +21,7 @@ type PutEventTypeIn struct {
 	Example     json.RawMessage `json:"example,omitempty" jsonschema:"an example data payload; it must match schema"`
 }
 
+// EventTypeRef names one event type.
 type EventTypeRef struct {
 	Name string `json:"name" path:"type" jsonschema:"the event type, e.g. invoice.paid"`
 }

@@ -19,14 +19,17 @@ type GrantView struct {
 	Status scope.GrantStatus `json:"status" jsonschema:"active, revoked or expired"`
 }
 
+// GrantList is grants.list's answer.
 type GrantList struct {
 	Data []*GrantView `json:"data"`
 }
 
+// GrantRef names one grant.
 type GrantRef struct {
 	ID string `json:"id" path:"id" jsonschema:"the grant id (grt_…)"`
 }
 
+// CreateGrantIn is grants.create's input.
 type CreateGrantIn struct {
 	Description   string     `json:"description,omitempty"`
 	Allow         []string   `json:"allow" jsonschema:"subject globs the grant may read, e.g. wiki://software/* ('*' matches any run of characters, '/' included)"`
@@ -35,6 +38,8 @@ type CreateGrantIn struct {
 	ExpiresAt     *time.Time `json:"expires_at,omitempty" jsonschema:"RFC 3339; from then on the grant admits nothing"`
 }
 
+// UpdateGrantIn is grants.update's input: a field left out keeps its
+// value.
 type UpdateGrantIn struct {
 	ID            string     `json:"id" path:"id"`
 	Description   *string    `json:"description,omitempty"`

@@ -9,20 +9,24 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
+// OwnerList is owners.list's answer.
 type OwnerList struct {
 	Data []*owner.Owner `json:"data"`
 }
 
+// OwnerRef names one owner.
 type OwnerRef struct {
 	ID string `json:"id" path:"id" jsonschema:"the owner id"`
 }
 
+// CreateOwnerIn is owners.create's input.
 type CreateOwnerIn struct {
 	ID         string            `json:"id" jsonschema:"1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"`
 	Profile    string            `json:"profile,omitempty" jsonschema:"the wire contract: standard (default) or kwork"`
 	Attributes map[string]string `json:"attributes,omitempty" jsonschema:"profile settings; kwork needs app and environment (test or live)"`
 }
 
+// UpdateOwnerIn is owners.update's input.
 type UpdateOwnerIn struct {
 	ID         string            `json:"id" path:"id" jsonschema:"the owner id"`
 	Profile    *string           `json:"profile,omitempty" jsonschema:"a new profile; only while the owner has no endpoints"`

@@ -30,12 +30,14 @@ type TaskView struct {
 	DeliveryID  string          `json:"delivery_id"`
 }
 
+// TaskError is one failed attempt of a River job.
 type TaskError struct {
 	At      time.Time `json:"at"`
 	Attempt int       `json:"attempt"`
 	Error   string    `json:"error"`
 }
 
+// TaskRef names one River job.
 type TaskRef struct {
 	Job int64 `json:"job" path:"job" jsonschema:"the River job id (the delivery log's job_id)"`
 }

@@ -50,16 +50,27 @@ const (
 	OpenPing         = "open.ping"
 )
 
-func (Kwork) Name() string               { return "kwork" }
-func (Kwork) NewSecret() (string, error) { return webhook.NewSecret() }
-func (Kwork) Retry() Retry               { return KworkRetry }
-func (Kwork) TestEventType() string      { return OpenPing }
-func (Kwork) LogWindow() int             { return 50 }
+// Name is "kwork".
+func (Kwork) Name() string { return "kwork" }
 
-// GivesUpOn: kwork retries every non-2xx answer, 4xx included (a 401 or
-// 404 while the receiver deploys must not lose the event).
+// NewSecret is a Standard Webhooks whsec_ secret.
+func (Kwork) NewSecret() (string, error) { return webhook.NewSecret() }
+
+// Retry is KworkRetry.
+func (Kwork) Retry() Retry { return KworkRetry }
+
+// TestEventType is open.ping, what send_test sends.
+func (Kwork) TestEventType() string { return OpenPing }
+
+// LogWindow is 50: an endpoint's log keeps its last 50 deliveries.
+func (Kwork) LogWindow() int { return 50 }
+
+// GivesUpOn is false for every status: kwork retries every non-2xx answer,
+// 4xx included (a 401 or 404 while the receiver deploys must not lose the
+// event).
 func (Kwork) GivesUpOn(int) bool { return false }
 
+// MaxInFlight is the endpoint's setting, DefaultKworkInFlight when unset.
 func (Kwork) MaxInFlight(setting int) int {
 	if setting <= 0 {
 		return DefaultKworkInFlight
@@ -67,6 +78,7 @@ func (Kwork) MaxInFlight(setting int) int {
 	return setting
 }
 
+// ValidateSecret takes any secret of at least 16 characters.
 func (Kwork) ValidateSecret(secret string) error {
 	if len(secret) < 16 {
 		return apperr.New(apperr.Invalid, "secret must be at least 16 characters")
@@ -74,9 +86,9 @@ func (Kwork) ValidateSecret(secret string) error {
 	return nil
 }
 
-// Implicit: lifecycle events reach every subscription of the app;
-// app.scopes_changed only backend (integration) apps — a page app never
-// gets it.
+// Implicit reports the events that need no listing: lifecycle events
+// reach every subscription of the app; app.scopes_changed only backend
+// (integration) apps — a page app never gets it.
 func (Kwork) Implicit(typ string, o *owner.Owner) bool {
 	switch typ {
 	case AppInstalled, AppUninstalled, AppUpgraded:
@@ -87,8 +99,9 @@ func (Kwork) Implicit(typ string, o *owner.Owner) bool {
 	return false
 }
 
-// Excluded: a page app's scopes come from its manifest, never granted one
-// by one, so it never gets app.scopes_changed, even subscribed to "*".
+// Excluded reports the events that never reach o: a page app's scopes
+// come from its manifest, never granted one by one, so it never gets
+// app.scopes_changed, even subscribed to "*".
 func (Kwork) Excluded(typ string, o *owner.Owner) bool {
 	return typ == AppScopesChanged && o.Attributes[AttrAppKind] != "integration"
 }
@@ -115,6 +128,7 @@ func (Kwork) ValidateOwner(attrs map[string]string) error {
 	return nil
 }
 
+// Catalog is the kwork app lifecycle events and open.ping.
 func (Kwork) Catalog() []event.Type {
 	return []event.Type{
 		{Name: AppInstalled, Exposure: event.Webhook, Description: "The app was installed in a tenant: {version, scopes}."},

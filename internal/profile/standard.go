@@ -24,30 +24,49 @@ var StandardRetry = Retry{
 	MaxAttempts: 18,
 }
 
-func (Standard) Name() string               { return "standard" }
-func (Standard) NewSecret() (string, error) { return webhook.NewSecret() }
-func (Standard) Retry() Retry               { return StandardRetry }
-func (Standard) MaxInFlight(int) int        { return 1 }
-func (Standard) TestEventType() string      { return "webhook.test" }
-func (Standard) LogWindow() int             { return 0 }
-func (Standard) Implicit(string, *owner.Owner) bool {
-	return false
-}
-func (Standard) ValidateOwner(map[string]string) error { return nil }
-func (Standard) Excluded(string, *owner.Owner) bool    { return false }
+// Name is "standard".
+func (Standard) Name() string { return "standard" }
 
-// GivesUpOn: the standard profile discards other 4xx (and unfollowed redirects) at
-// once; 5xx, 408 and 429 are retried.
+// NewSecret is a Standard Webhooks whsec_ secret.
+func (Standard) NewSecret() (string, error) { return webhook.NewSecret() }
+
+// Retry is StandardRetry.
+func (Standard) Retry() Retry { return StandardRetry }
+
+// MaxInFlight is 1 whatever the setting: deliveries to an endpoint go one
+// at a time.
+func (Standard) MaxInFlight(int) int { return 1 }
+
+// TestEventType is webhook.test, what send_test sends.
+func (Standard) TestEventType() string { return "webhook.test" }
+
+// LogWindow is 0: an endpoint's log keeps every delivery until retention
+// removes it.
+func (Standard) LogWindow() int { return 0 }
+
+// Implicit is false: an endpoint gets only the types it subscribes to.
+func (Standard) Implicit(string, *owner.Owner) bool { return false }
+
+// ValidateOwner accepts any attributes: the standard profile reads none.
+func (Standard) ValidateOwner(map[string]string) error { return nil }
+
+// Excluded is false: no event type is kept from an owner.
+func (Standard) Excluded(string, *owner.Owner) bool { return false }
+
+// GivesUpOn is true for the standard profile's permanent failures: other
+// 4xx (and unfollowed redirects) are discarded at once; 5xx, 408 and 429
+// are retried.
 func (Standard) GivesUpOn(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
-// Signing: Ed25519 besides HMAC, and rotations that overlap (the header is
+// Signing offers Ed25519 besides HMAC, and rotations that overlap (the header is
 // a list, and every Standard Webhooks verifier accepts any entry).
 func (Standard) Signing() Signing {
 	return Signing{Schemes: []string{endpoint.SignHMAC, endpoint.SignEd25519, endpoint.SignBoth}, Overlap: true}
 }
 
+// ValidateSecret takes a whsec_ secret of at least 24 bytes.
 func (Standard) ValidateSecret(secret string) error {
 	if _, err := webhook.NewSigner(secret); err != nil {
 		return apperr.New(apperr.Invalid, "secret must be whsec_ followed by base64 (at least 24 bytes decoded): %v", err)
@@ -55,6 +74,7 @@ func (Standard) ValidateSecret(secret string) error {
 	return nil
 }
 
+// Catalog is webhook.test.
 func (Standard) Catalog() []event.Type {
 	return []event.Type{{Name: "webhook.test", Exposure: event.Webhook, Description: "Sent by send_test to one endpoint only."}}
 }

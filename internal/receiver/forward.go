@@ -171,7 +171,7 @@ func (fw *forwarding) callOnce(ctx context.Context, method, path string, body []
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // closing a response body reports nothing the caller can act on
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return 0, nil, fmt.Errorf("read hookd's answer: %w", err)

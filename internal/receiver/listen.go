@@ -108,7 +108,7 @@ func Listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close()
+	defer ln.Close() //nolint:errcheck // Shutdown below closes it first; this only covers the early returns
 	out := newPrinter(stdout)
 	url := "http://" + ln.Addr().String() + cfg.path
 	if cfg.forward != nil {

@@ -31,6 +31,8 @@ type Grant struct {
 // GrantStatus is what a grant admits as of now.
 type GrantStatus string
 
+// The grant statuses: active admits what it allows; revoked and expired
+// admit nothing.
 const (
 	GrantActive  GrantStatus = "active"
 	GrantRevoked GrantStatus = "revoked"
