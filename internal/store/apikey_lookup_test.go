@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,21 +17,20 @@ import (
 // lookup reads that transaction.
 func TestAPIKeyLookupsShared(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
 		const keys = 12
 		for i := range keys {
-			must(t, db.Q().CreateAPIKey(ctx, &owner.APIKey{ID: fmt.Sprint("key_", i), OwnerID: "acme", Role: owner.Publisher,
+			must(t, s.db.Q().CreateAPIKey(s.ctx, &owner.APIKey{ID: fmt.Sprint("key_", i), OwnerID: "acme", Role: owner.Publisher,
 				Hash: owner.HashKey(fmt.Sprint("secret-", i)), Prefix: "p", CreatedAt: t0}))
 		}
-		must(t, db.Q().RevokeAPIKey(ctx, "acme", "key_3", ts(t0.Add(day))))
+		must(t, s.db.Q().RevokeAPIKey(s.ctx, "acme", "key_3", ts(t0.Add(day))))
 		var wg sync.WaitGroup
 		errs := make(chan error, 4*keys+8)
 		for round := range 4 {
 			for i := range keys {
 				wg.Go(func() {
-					k, err := db.Q().APIKeyByHash(ctx, owner.HashKey(fmt.Sprint("secret-", i)))
+					k, err := s.db.Q().APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("secret-", i)))
 					switch {
 					case err != nil:
 						errs <- fmt.Errorf("key %d: %w", i, err)
@@ -44,7 +42,7 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 				})
 			}
 			wg.Go(func() {
-				_, err := db.Q().APIKeyByHash(ctx, owner.HashKey(fmt.Sprint("unknown-", round)))
+				_, err := s.db.Q().APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("unknown-", round)))
 				if apperr.CodeOf(err) != apperr.Unauthorized {
 					errs <- fmt.Errorf("unknown key: %v, want unauthorized", err)
 				}
@@ -55,11 +53,11 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		must(t, db.InTx(ctx, func(q *store.Q) error {
-			if err := q.RevokeAPIKey(ctx, "acme", "key_5", ts(t0.Add(day))); err != nil {
+		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error {
+			if err := tx.RevokeAPIKey(s.ctx, "acme", "key_5", ts(t0.Add(day))); err != nil {
 				return err
 			}
-			k, err := q.APIKeyByHash(ctx, owner.HashKey("secret-5"))
+			k, err := tx.APIKeyByHash(s.ctx, owner.HashKey("secret-5"))
 			if err == nil && k.RevokedAt == nil {
 				t.Error("inside the revoking transaction, the key is not revoked")
 			}

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -17,30 +16,28 @@ import (
 // across the statement's 200-row chunks too.
 func TestInsertDeliveries(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep1 := mkEndpoint(t, db, "acme", 1)
-		ep2 := mkEndpoint(t, db, "acme", 1)
-		ev := mkEvent(t, db, "acme")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep1 := s.endpoint("acme", 1)
+		ep2 := s.endpoint("acme", 1)
+		ev := s.event("acme")
 
 		first := []*endpoint.Delivery{newDelivery("acme", ep1.ID, ev.ID, t0), newDelivery("acme", ep2.ID, ev.ID, t0)}
-		got, err := q.InsertDeliveries(ctx, first)
+		got, err := s.q.InsertDeliveries(s.ctx, first)
 		must(t, err)
 		if ids := deliveryIDs(got); !sameSet(ids, deliveryIDs(first)) {
 			t.Fatalf("first insert returned %v", ids)
 		}
 
 		// Again, with fresh delivery ids for the same pairs and one new pair.
-		ev2 := mkEvent(t, db, "acme")
+		ev2 := s.event("acme")
 		again := []*endpoint.Delivery{newDelivery("acme", ep1.ID, ev.ID, t0), newDelivery("acme", ep2.ID, ev.ID, t0), newDelivery("acme", ep1.ID, ev2.ID, t0)}
-		got, err = q.InsertDeliveries(ctx, again)
+		got, err = s.q.InsertDeliveries(s.ctx, again)
 		must(t, err)
 		if ids := deliveryIDs(got); !slices.Equal(ids, []string{again[2].ID}) {
 			t.Fatalf("second insert returned %v, want only the new pair %s", ids, again[2].ID)
 		}
-		d, err := q.FindDelivery(ctx, ep1.ID, ev.ID)
+		d, err := s.q.FindDelivery(s.ctx, ep1.ID, ev.ID)
 		must(t, err)
 		if d.ID != first[0].ID {
 			t.Fatalf("the pair's delivery is %s, want the first %s (ids are stable)", d.ID, first[0].ID)
@@ -52,15 +49,15 @@ func TestInsertDeliveries(t *testing.T) {
 			many = append(many, newDelivery("acme", ep2.ID, fmt.Sprintf("evt_%04d", i), t0))
 		}
 		many = append(many, again...)
-		got, err = q.InsertDeliveries(ctx, many)
+		got, err = s.q.InsertDeliveries(s.ctx, many)
 		must(t, err)
 		if len(got) != 450 {
 			t.Fatalf("inserted %d of 450 new pairs", len(got))
 		}
-		if n := count(t, db, `SELECT count(*) FROM hookd_deliveries`); n != 453 {
+		if n := s.count(`SELECT count(*) FROM hookd_deliveries`); n != 453 {
 			t.Fatalf("%d delivery rows, want 453", n)
 		}
-		got, err = q.InsertDeliveries(ctx, many)
+		got, err = s.q.InsertDeliveries(s.ctx, many)
 		must(t, err)
 		if len(got) != 0 {
 			t.Fatalf("re-inserting all: %d returned, want 0", len(got))
@@ -85,30 +82,28 @@ func sameSet(a, b []string) bool {
 
 func TestDeliveryAttempts(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		ev := mkEvent(t, db, "acme")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		ev := s.event("acme")
 		d := newDelivery("acme", ep.ID, ev.ID, t0)
 		d.JobID = 41 // fanout inserts the job first, then the delivery with its id
-		mkDeliveries(t, db, d)
-		have, err := q.EndpointsWithDelivery(ctx, ev.ID)
+		s.deliveries(d)
+		have, err := s.q.EndpointsWithDelivery(s.ctx, ev.ID)
 		must(t, err)
 		if len(have) != 1 || !have[ep.ID] {
 			t.Fatalf("EndpointsWithDelivery = %v, want only %s", have, ep.ID)
 		}
 
-		got, err := q.FindDelivery(ctx, ep.ID, ev.ID)
+		got, err := s.q.FindDelivery(s.ctx, ep.ID, ev.ID)
 		must(t, err)
 		jsonEq(t, "FindDelivery", got, d)
-		_, err = q.FindDelivery(ctx, ep.ID, "evt_missing")
+		_, err = s.q.FindDelivery(s.ctx, ep.ID, "evt_missing")
 		wantCode(t, err, apperr.NotFound)
 
 		check := func(what string, attempts int, state endpoint.DeliveryState, job int64, status int, errText string, next, finished *time.Time) {
 			t.Helper()
-			got, err := q.FindDelivery(ctx, ep.ID, ev.ID)
+			got, err := s.q.FindDelivery(s.ctx, ep.ID, ev.ID)
 			must(t, err)
 			if got.Attempts != attempts || got.State != state || got.JobID != job || got.LastStatus != status || got.LastError != errText ||
 				!timeEq(got.NextAttemptAt, next) || !timeEq(got.FinishedAt, finished) {
@@ -122,19 +117,19 @@ func TestDeliveryAttempts(t *testing.T) {
 		// A snooze (busy / Retry-After) is no attempt; JobID 0 keeps the job.
 		at1 := t0.Add(time.Second)
 		next1 := t0.Add(time.Minute)
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Sent: false, Status: 429, Error: "retry after 60s", State: endpoint.Pending, NextAttemptAt: ptr(ts(next1)), Now: ts(at1)}))
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: d.ID, Sent: false, Status: 429, Error: "retry after 60s", State: endpoint.Pending, NextAttemptAt: ptr(ts(next1)), Now: ts(at1)}))
 		check("snooze", 0, endpoint.Pending, 41, 429, "retry after 60s", &next1, nil)
 
 		// A failed send is an attempt.
 		next2 := t0.Add(5 * time.Minute)
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Sent: true, Status: 500, Error: "HTTP 500", State: endpoint.Pending, NextAttemptAt: ptr(ts(next2)), JobID: 41, Now: ts(at1)}))
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: d.ID, Sent: true, Status: 500, Error: "HTTP 500", State: endpoint.Pending, NextAttemptAt: ptr(ts(next2)), JobID: 41, Now: ts(at1)}))
 		check("retry", 1, endpoint.Pending, 41, 500, "HTTP 500", &next2, nil)
 
 		// Success finishes it, under a new job id (e.g. after redeliver).
 		at3 := t0.Add(6 * time.Minute)
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Sent: true, Status: 204, State: endpoint.Delivered, JobID: 42, Now: ts(at3)}))
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: d.ID, Sent: true, Status: 204, State: endpoint.Delivered, JobID: 42, Now: ts(at3)}))
 		check("delivered", 2, endpoint.Delivered, 42, 204, "", nil, &at3)
-		got, err = q.FindDelivery(ctx, ep.ID, ev.ID)
+		got, err = s.q.FindDelivery(s.ctx, ep.ID, ev.ID)
 		must(t, err)
 		if !got.UpdatedAt.Equal(at3) || !got.CreatedAt.Equal(t0) {
 			t.Fatalf("times: created %v updated %v", got.CreatedAt, got.UpdatedAt)
@@ -156,27 +151,25 @@ func timeEq(a, b *time.Time) bool {
 // failed ones; OwnsJob answers per owner.
 func TestListDeliveries(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		mkOwner(t, db, "beta")
-		ep := mkEndpoint(t, db, "acme", 1)
-		other := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("beta")
+		ep := s.endpoint("acme", 1)
+		other := s.endpoint("acme", 1)
 		var ds []*endpoint.Delivery
 		for i := range 5 {
 			d := newDelivery("acme", ep.ID, fmt.Sprintf("evt_%d", i), t0.Add(time.Duration(i)*time.Millisecond))
 			d.JobID = int64(100 + i)
 			ds = append(ds, d)
 		}
-		mkDeliveries(t, db, ds...)
-		mkDeliveries(t, db, newDelivery("acme", other.ID, "evt_0", t0))
+		s.deliveries(ds...)
+		s.deliveries(newDelivery("acme", other.ID, "evt_0", t0))
 
-		page1, err := q.ListDeliveries(ctx, "acme", ep.ID, 2, "")
+		page1, err := s.q.ListDeliveries(s.ctx, "acme", ep.ID, 2, "")
 		must(t, err)
-		page2, err := q.ListDeliveries(ctx, "acme", ep.ID, 2, page1[len(page1)-1].ID)
+		page2, err := s.q.ListDeliveries(s.ctx, "acme", ep.ID, 2, page1[len(page1)-1].ID)
 		must(t, err)
-		page3, err := q.ListDeliveries(ctx, "acme", ep.ID, 2, page2[len(page2)-1].ID)
+		page3, err := s.q.ListDeliveries(s.ctx, "acme", ep.ID, 2, page2[len(page2)-1].ID)
 		must(t, err)
 		got := append(append(deliveryIDs(page1), deliveryIDs(page2)...), deliveryIDs(page3)...)
 		want := deliveryIDs(ds)
@@ -187,7 +180,7 @@ func TestListDeliveries(t *testing.T) {
 		if len(page3) != 1 {
 			t.Fatalf("last page has %d, want 1", len(page3))
 		}
-		none, err := q.ListDeliveries(ctx, "beta", ep.ID, 10, "")
+		none, err := s.q.ListDeliveries(s.ctx, "beta", ep.ID, 10, "")
 		must(t, err)
 		if len(none) != 0 {
 			t.Fatalf("another owner listed %d deliveries", len(none))
@@ -195,24 +188,24 @@ func TestListDeliveries(t *testing.T) {
 
 		// Fail 0, 1 and 3; 4 is delivered.
 		for _, i := range []int{3, 0, 1} {
-			must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: ds[i].ID, Sent: true, Status: 410, Error: "gone", State: endpoint.Failed, Now: ts(t0.Add(time.Hour))}))
+			must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: ds[i].ID, Sent: true, Status: 410, Error: "gone", State: endpoint.Failed, Now: ts(t0.Add(time.Hour))}))
 		}
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: ds[4].ID, Sent: true, Status: 200, State: endpoint.Delivered, Now: ts(t0.Add(time.Hour))}))
-		failed, err := q.FailedDeliveries(ctx, ep.ID, 2)
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: ds[4].ID, Sent: true, Status: 200, State: endpoint.Delivered, Now: ts(t0.Add(time.Hour))}))
+		failed, err := s.q.FailedDeliveries(s.ctx, ep.ID, 2)
 		must(t, err)
 		if ids := deliveryIDs(failed); !slices.Equal(ids, []string{ds[0].ID, ds[1].ID}) {
 			t.Fatalf("FailedDeliveries(limit 2) = %v, want the oldest two failed [0 1]", ids)
 		}
-		failed, err = q.FailedDeliveries(ctx, other.ID, 10)
+		failed, err = s.q.FailedDeliveries(s.ctx, other.ID, 10)
 		must(t, err)
 		if len(failed) != 0 {
 			t.Fatalf("other endpoint: %d failed", len(failed))
 		}
 
 		now := ts(t0.Add(2 * time.Hour))
-		must(t, q.ResetDelivery(ctx, ds[0].ID, 900, now))
-		must(t, q.ResetDelivery(ctx, ds[4].ID, 901, now)) // delivered: untouched
-		d0, err := q.FindDelivery(ctx, ep.ID, ds[0].EventID)
+		must(t, s.q.ResetDelivery(s.ctx, ds[0].ID, 900, now))
+		must(t, s.q.ResetDelivery(s.ctx, ds[4].ID, 901, now)) // delivered: untouched
+		d0, err := s.q.FindDelivery(s.ctx, ep.ID, ds[0].EventID)
 		must(t, err)
 		if d0.State != endpoint.Pending || d0.JobID != 900 || d0.FinishedAt != nil || d0.NextAttemptAt == nil || ts(*d0.NextAttemptAt) != now || ts(d0.UpdatedAt) != now {
 			t.Fatalf("after reset: %+v", d0)
@@ -220,12 +213,12 @@ func TestListDeliveries(t *testing.T) {
 		if d0.Attempts != 0 {
 			t.Fatalf("reset left attempts at %d; a redelivery starts a fresh budget (attempts counts the new job's)", d0.Attempts)
 		}
-		d4, err := q.FindDelivery(ctx, ep.ID, ds[4].EventID)
+		d4, err := s.q.FindDelivery(s.ctx, ep.ID, ds[4].EventID)
 		must(t, err)
 		if d4.State != endpoint.Delivered || d4.JobID != 104 {
 			t.Fatalf("reset touched a delivered delivery: %+v", d4)
 		}
-		failed, err = q.FailedDeliveries(ctx, ep.ID, 10)
+		failed, err = s.q.FailedDeliveries(s.ctx, ep.ID, 10)
 		must(t, err)
 		if ids := deliveryIDs(failed); !slices.Equal(ids, []string{ds[1].ID, ds[3].ID}) {
 			t.Fatalf("after reset FailedDeliveries = %v", ids)
@@ -244,7 +237,7 @@ func TestListDeliveries(t *testing.T) {
 			{"acme", 102, ds[3], false},   // args naming another delivery
 			{"acme", 12345, ds[1], false}, // no such job
 		} {
-			got, err := q.OwnsJob(ctx, c.owner, c.job, c.d.EndpointID, c.d.EventID)
+			got, err := s.q.OwnsJob(s.ctx, c.owner, c.job, c.d.EndpointID, c.d.EventID)
 			must(t, err)
 			if got != c.want {
 				t.Errorf("OwnsJob(%s, %d, %s) = %v, want %v", c.owner, c.job, c.d.EventID, got, c.want)
@@ -257,17 +250,15 @@ func TestListDeliveries(t *testing.T) {
 // in batches; pending ones (never finished) stay whatever their age.
 func TestPruneDeliveries(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
 		cutoff := t0.Add(30 * day)
 		finish := func(eventID string, state endpoint.DeliveryState, at time.Time) *endpoint.Delivery {
 			d := newDelivery("acme", ep.ID, eventID, t0)
-			mkDeliveries(t, db, d)
+			s.deliveries(d)
 			if state != endpoint.Pending {
-				must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Sent: true, State: state, Now: ts(at)}))
+				must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: d.ID, Sent: true, State: state, Now: ts(at)}))
 			}
 			return d
 		}
@@ -282,7 +273,7 @@ func TestPruneDeliveries(t *testing.T) {
 		}
 		var batches []int64
 		for {
-			n, err := q.PruneDeliveries(ctx, ts(cutoff), 3)
+			n, err := s.q.PruneDeliveries(s.ctx, ts(cutoff), 3)
 			must(t, err)
 			if n == 0 {
 				break
@@ -293,7 +284,7 @@ func TestPruneDeliveries(t *testing.T) {
 			t.Fatalf("prune batches %v, want [3 1]", batches)
 		}
 		for _, d := range keep {
-			if _, err := q.FindDelivery(ctx, ep.ID, d.EventID); err != nil {
+			if _, err := s.q.FindDelivery(s.ctx, ep.ID, d.EventID); err != nil {
 				t.Errorf("%s was pruned: %v", d.EventID, err)
 			}
 		}
@@ -306,24 +297,22 @@ func TestPruneDeliveries(t *testing.T) {
 // endpoint without deliveries has zeros and no Last.
 func TestEndpointActivity(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		mkOwner(t, db, "beta")
-		busy := mkEndpoint(t, db, "acme", 1)
-		idle := mkEndpoint(t, db, "acme", 1)
-		foreign := mkEndpoint(t, db, "beta", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("beta")
+		busy := s.endpoint("acme", 1)
+		idle := s.endpoint("acme", 1)
+		foreign := s.endpoint("beta", 1)
 		since := t0.Add(time.Hour)
 		var ds []*endpoint.Delivery
 		for i := range 7 {
 			ds = append(ds, newDelivery("acme", busy.ID, fmt.Sprintf("evt_%d", i), since.Add(time.Duration(i-1)*time.Minute)))
 		}
-		mkDeliveries(t, db, ds...) // ds[0] is before the cut-off
-		mkDeliveries(t, db, newDelivery("beta", foreign.ID, "evt_0", since))
+		s.deliveries(ds...) // ds[0] is before the cut-off
+		s.deliveries(newDelivery("beta", foreign.ID, "evt_0", since))
 		at := ts(since.Add(time.Hour))
 		attempt := func(i int, status int, state endpoint.DeliveryState) {
-			must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: ds[i].ID, Sent: true, Status: status, State: state, Now: at}))
+			must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: ds[i].ID, Sent: true, Status: status, State: state, Now: at}))
 		}
 		attempt(0, 500, endpoint.Failed) // before the cut-off: not counted
 		attempt(1, 200, endpoint.Delivered)
@@ -332,7 +321,7 @@ func TestEndpointActivity(t *testing.T) {
 		attempt(4, 500, endpoint.Pending) // retrying: a failure
 		// ds[5], ds[6]: pending, never attempted; counted, not failures.
 
-		act, err := q.EndpointActivity(ctx, "acme", since)
+		act, err := s.q.EndpointActivity(s.ctx, "acme", since)
 		must(t, err)
 		if len(act) != 2 || act[0].EndpointID != busy.ID || act[1].EndpointID != idle.ID {
 			t.Fatalf("activity of %d endpoints %v, want busy then idle", len(act), act)

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -17,49 +16,47 @@ import (
 // released claims are claimable again at once.
 func TestClaimFresh(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		other := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		other := s.endpoint("acme", 1)
 		var fresh []string
 		for i := range 5 {
-			d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
-			mkDeliveries(t, db, d)
+			d := newDelivery("acme", ep.ID, s.event("acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
+			s.deliveries(d)
 			fresh = append(fresh, d.ID)
 		}
-		later := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+		later := newDelivery("acme", ep.ID, s.event("acme").ID, t0)
 		*later.NextAttemptAt = t0.Add(time.Hour) // not due
-		tried := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
-		elsewhere := newDelivery("acme", other.ID, mkEvent(t, db, "acme").ID, t0)
-		mkDeliveries(t, db, later, tried, elsewhere)
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: tried.ID, Sent: true, Status: 500, State: endpoint.Pending, Now: ts(t0)}))
+		tried := newDelivery("acme", ep.ID, s.event("acme").ID, t0)
+		elsewhere := newDelivery("acme", other.ID, s.event("acme").ID, t0)
+		s.deliveries(later, tried, elsewhere)
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: tried.ID, Sent: true, Status: 500, State: endpoint.Pending, Now: ts(t0)}))
 
 		now, until := ts(t0.Add(time.Second)), ts(t0.Add(21*time.Second))
 		freshDue := func(endpointID string, at int64) bool {
 			t.Helper()
-			due, err := q.FreshDue(ctx, endpointID, at)
+			due, err := s.q.FreshDue(s.ctx, endpointID, at)
 			must(t, err)
 			return due
 		}
 		if !freshDue(ep.ID, now) || !freshDue(other.ID, now) {
 			t.Fatal("FreshDue = false with fresh deliveries due")
 		}
-		got, err := q.ClaimFresh(ctx, ep.ID, "", 3, now, until)
+		got, err := s.q.ClaimFresh(s.ctx, ep.ID, "", 3, now, until)
 		must(t, err)
 		slices.Sort(got)
 		if !slices.Equal(got, fresh[:3]) {
 			t.Fatalf("first claim %v, want the 3 oldest fresh %v", got, fresh[:3])
 		}
-		got, err = q.ClaimFresh(ctx, ep.ID, "", 10, now, until)
+		got, err = s.q.ClaimFresh(s.ctx, ep.ID, "", 10, now, until)
 		must(t, err)
 		if !sameSet(got, fresh[3:]) {
 			t.Fatalf("second claim %v, want the other fresh ones %v (not the claimed, the attempted, the not-yet-due, another endpoint's)", got, fresh[3:])
 		}
 		// A drain's cursor: reads start past the last id it read.
 		// (At until the claims have expired; the later one is not due.)
-		batch, err := q.FreshAttempts(ctx, ep.ID, fresh[2], 10, until)
+		batch, err := s.q.FreshAttempts(s.ctx, ep.ID, fresh[2], 10, until)
 		must(t, err)
 		var ids []string
 		for _, a := range batch {
@@ -68,7 +65,7 @@ func TestClaimFresh(t *testing.T) {
 		if !slices.Equal(ids, fresh[3:]) {
 			t.Fatalf("FreshAttempts past %s = %v, want %v", fresh[2], ids, fresh[3:])
 		}
-		if got, err = q.ClaimFresh(ctx, ep.ID, "", 10, now, until); err != nil || len(got) != 0 {
+		if got, err = s.q.ClaimFresh(s.ctx, ep.ID, "", 10, now, until); err != nil || len(got) != 0 {
 			t.Fatalf("third claim %v %v, want nothing left", got, err)
 		}
 		// FreshDue sees what a claim would: nothing while all are claimed
@@ -80,20 +77,20 @@ func TestClaimFresh(t *testing.T) {
 		if !freshDue(ep.ID, ts(t0.Add(2*time.Hour))) {
 			t.Fatal("FreshDue = false once claims expired and the later delivery is due")
 		}
-		must(t, q.ReleaseClaims(ctx, fresh[:2]))
-		if got, _ = q.ClaimFresh(ctx, ep.ID, fresh[0], 10, now, until); !slices.Equal(got, fresh[1:2]) {
-			t.Fatalf("claim past %s: %v, want only %s", fresh[0], got, fresh[1])
+		must(t, s.q.ReleaseClaims(s.ctx, fresh[:2]))
+		if got, err = s.q.ClaimFresh(s.ctx, ep.ID, fresh[0], 10, now, until); err != nil || !slices.Equal(got, fresh[1:2]) {
+			t.Fatalf("claim past %s: %v (err %v), want only %s", fresh[0], got, err, fresh[1])
 		}
-		must(t, q.ReleaseClaims(ctx, fresh[1:2]))
+		must(t, s.q.ReleaseClaims(s.ctx, fresh[1:2]))
 		if !freshDue(ep.ID, now) {
 			t.Fatal("FreshDue = false after claims were released")
 		}
-		if got, _ = q.ClaimFresh(ctx, ep.ID, "", 10, now, until); !sameSet(got, fresh[:2]) {
-			t.Fatalf("after release: claimed %v, want %v", got, fresh[:2])
+		if got, err = s.q.ClaimFresh(s.ctx, ep.ID, "", 10, now, until); err != nil || !sameSet(got, fresh[:2]) {
+			t.Fatalf("after release: claimed %v (err %v), want %v", got, err, fresh[:2])
 		}
 		// Claims expire: a drain that died holds nothing after `until`.
-		if got, _ = q.ClaimFresh(ctx, ep.ID, "", 10, until, until+1); !sameSet(got, fresh) {
-			t.Fatalf("after expiry: claimed %v, want all fresh %v", got, fresh)
+		if got, err = s.q.ClaimFresh(s.ctx, ep.ID, "", 10, until, until+1); err != nil || !sameSet(got, fresh) {
+			t.Fatalf("after expiry: claimed %v (err %v), want all fresh %v", got, err, fresh)
 		}
 	})
 }
@@ -103,15 +100,14 @@ func TestClaimFresh(t *testing.T) {
 func TestClaimFreshConcurrent(t *testing.T) {
 	t.Parallel()
 	const claimers, deliveries = 6, 60
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", claimers)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", claimers)
 		var ds []*endpoint.Delivery
 		for i := range deliveries {
-			ds = append(ds, newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond)))
+			ds = append(ds, newDelivery("acme", ep.ID, s.event("acme").ID, t0.Add(time.Duration(i)*time.Millisecond)))
 		}
-		mkDeliveries(t, db, ds...)
+		s.deliveries(ds...)
 		now := ts(t0.Add(time.Second))
 		var mu sync.Mutex
 		seen := map[string]int{}
@@ -121,7 +117,7 @@ func TestClaimFreshConcurrent(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					ids, err := db.Q().ClaimFresh(ctx, ep.ID, "", 4, now, now+20e6)
+					ids, err := s.db.Q().ClaimFresh(s.ctx, ep.ID, "", 4, now, now+20e6)
 					if err != nil {
 						t.Errorf("ClaimFresh: %v", err)
 						return
@@ -154,17 +150,16 @@ func TestClaimFreshConcurrent(t *testing.T) {
 // oldest first; ids that no longer exist are skipped.
 func TestLoadAttempts(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
 		var ids []string
 		for i := range 3 {
-			d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
-			mkDeliveries(t, db, d)
+			d := newDelivery("acme", ep.ID, s.event("acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
+			s.deliveries(d)
 			ids = append(ids, d.ID)
 		}
-		got, err := db.Q().LoadAttempts(ctx, []string{ids[2], "dlv_gone", ids[0], ids[1]})
+		got, err := s.db.Q().LoadAttempts(s.ctx, []string{ids[2], "dlv_gone", ids[0], ids[1]})
 		must(t, err)
 		if len(got) != 3 {
 			t.Fatalf("loaded %d, want 3", len(got))
@@ -174,7 +169,7 @@ func TestLoadAttempts(t *testing.T) {
 				t.Fatalf("attempt %d: delivery %s endpoint %+v owner %s event %+v", i, a.Delivery.ID, a.Endpoint, a.Owner.ID, a.Event)
 			}
 		}
-		if got, err := db.Q().LoadAttempts(ctx, nil); err != nil || got != nil {
+		if got, err := s.db.Q().LoadAttempts(s.ctx, nil); err != nil || got != nil {
 			t.Fatalf("no ids: %v %v", got, err)
 		}
 	})
@@ -185,20 +180,18 @@ func TestLoadAttempts(t *testing.T) {
 // it is.
 func TestRecordDrained(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		a, b, c := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0), newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0), newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		a, b, c := newDelivery("acme", ep.ID, s.event("acme").ID, t0), newDelivery("acme", ep.ID, s.event("acme").ID, t0), newDelivery("acme", ep.ID, s.event("acme").ID, t0)
 		a.JobID, b.JobID, c.JobID = 11, 12, 13
-		mkDeliveries(t, db, a, b, c)
-		must(t, q.RecordAttempt(ctx, store.Attempt{DeliveryID: c.ID, Error: "endpoint disabled", State: endpoint.Failed, Now: ts(t0)}))
+		s.deliveries(a, b, c)
+		must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: c.ID, Error: "endpoint disabled", State: endpoint.Failed, Now: ts(t0)}))
 		now := t0.Add(time.Second)
-		jobs := mkJobs(t, db, 3)
+		jobs := s.jobs(3)
 		const holder = 42 // the lease holder's job, which sent them
-		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: a.ID, Status: 200, SentBy: holder}, {DeliveryID: b.ID, Status: 204, SentBy: holder}, {DeliveryID: c.ID, Status: 200, SentBy: holder}}, jobs[:2], ts(now)))
-		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
+		must(t, s.db.RecordDrained(s.ctx, []store.Delivered{{DeliveryID: a.ID, Status: 200, SentBy: holder}, {DeliveryID: b.ID, Status: 204, SentBy: holder}, {DeliveryID: c.ID, Status: 200, SentBy: holder}}, jobs[:2], ts(now)))
+		if n := s.count(`SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
 			t.Fatalf("%d jobs left, want 1 (the two named deleted)", n)
 		}
 		for _, want := range []struct {
@@ -208,7 +201,7 @@ func TestRecordDrained(t *testing.T) {
 			tries  int
 			job    int64
 		}{{a, endpoint.Delivered, 200, 1, holder}, {b, endpoint.Delivered, 204, 1, holder}, {c, endpoint.Failed, 0, 0, 13}} {
-			got, err := q.FindDelivery(ctx, ep.ID, want.d.EventID)
+			got, err := s.q.FindDelivery(s.ctx, ep.ID, want.d.EventID)
 			must(t, err)
 			if got.State != want.state || got.LastStatus != want.status || got.Attempts != want.tries || got.JobID != want.job {
 				t.Fatalf("%s: state %s status %d attempts %d job %d; want %s %d %d %d", got.ID, got.State, got.LastStatus, got.Attempts, got.JobID, want.state, want.status, want.tries, want.job)
@@ -217,50 +210,35 @@ func TestRecordDrained(t *testing.T) {
 				t.Fatalf("%s: finished %v next %v", got.ID, got.FinishedAt, got.NextAttemptAt)
 			}
 		}
-		must(t, db.RecordDrained(ctx, nil, nil, ts(now)))
+		must(t, s.db.RecordDrained(s.ctx, nil, nil, ts(now)))
 	})
-}
-
-// mustExec runs a statement directly on either engine (to put rows into a
-// state the store never writes itself).
-func mustExec(t testing.TB, db *store.DB, query string, args ...any) {
-	t.Helper()
-	var err error
-	if p := db.Pool(); p != nil {
-		_, err = p.Exec(context.Background(), query, args...)
-	} else {
-		_, err = db.SQLDB().Exec(query, args...)
-	}
-	must(t, err)
 }
 
 // TestDeliveryPending: the short read a busy job makes — pending for its
 // own job, settled, another job's, gone.
 func TestDeliveryPending(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		d := newDelivery("acme", ep.ID, s.event("acme").ID, t0)
 		d.JobID = 7
-		mkDeliveries(t, db, d)
+		s.deliveries(d)
 		for _, c := range []struct {
 			job  int64
 			want bool
 		}{{7, true}, {8, false}} {
-			got, err := q.DeliveryPending(ctx, ep.ID, d.EventID, c.job)
+			got, err := s.q.DeliveryPending(s.ctx, ep.ID, d.EventID, c.job)
 			must(t, err)
 			if got != c.want {
 				t.Fatalf("job %d: pending %v, want %v", c.job, got, c.want)
 			}
 		}
-		must(t, db.RecordDrained(ctx, []store.Delivered{{DeliveryID: d.ID, Status: 200}}, nil, ts(t0)))
-		if got, err := q.DeliveryPending(ctx, ep.ID, d.EventID, 7); err != nil || got {
+		must(t, s.db.RecordDrained(s.ctx, []store.Delivered{{DeliveryID: d.ID, Status: 200}}, nil, ts(t0)))
+		if got, err := s.q.DeliveryPending(s.ctx, ep.ID, d.EventID, 7); err != nil || got {
 			t.Fatalf("after delivery: pending %v err %v, want false", got, err)
 		}
-		_, err := q.DeliveryPending(ctx, ep.ID, "evt_gone", 7)
+		_, err := s.q.DeliveryPending(s.ctx, ep.ID, "evt_gone", 7)
 		wantCode(t, err, apperr.NotFound)
 	})
 }

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -16,19 +15,17 @@ import (
 // without the one it runs for, up to a limit, with their jobs' ids.
 func TestAwaitingFanout(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		mkOwner(t, db, "beta")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("beta")
 		var ids []string
 		for i := range 4 {
-			ids = append(ids, mkAwaiting(t, db, "acme", int64(100+i)).ID)
+			ids = append(ids, s.awaiting("acme", int64(100+i)).ID)
 		}
-		mkEvent(t, db, "acme") // no fanout job: an internal event, or from before
-		mkAwaiting(t, db, "beta", 200)
+		s.event("acme") // no fanout job: an internal event, or from before
+		s.awaiting("beta", 200)
 
-		evs, js, err := q.AwaitingFanout(ctx, "acme", ids[0], 2)
+		evs, js, err := s.q.AwaitingFanout(s.ctx, "acme", ids[0], 2)
 		must(t, err)
 		if len(evs) != 2 || evs[0].ID != ids[1] || evs[1].ID != ids[2] || !slices.Equal(js, []int64{101, 102}) {
 			t.Fatalf("awaiting = %v %v; want %v with jobs 101, 102", eventIDs(evs), js, ids[1:3])
@@ -36,13 +33,13 @@ func TestAwaitingFanout(t *testing.T) {
 		if evs[0].OwnerID != "acme" || evs[0].Type == "" || len(evs[0].Data) == 0 {
 			t.Fatalf("event not read whole: %+v", evs[0])
 		}
-		must(t, q.MarkFannedOut(ctx, ids[:3]))
-		evs, js, err = q.AwaitingFanout(ctx, "acme", "", 10)
+		must(t, s.q.MarkFannedOut(s.ctx, ids[:3]))
+		evs, js, err = s.q.AwaitingFanout(s.ctx, "acme", "", 10)
 		must(t, err)
 		if len(evs) != 1 || evs[0].ID != ids[3] || js[0] != 103 {
 			t.Fatalf("after marking: awaiting %v %v; want only %s", eventIDs(evs), js, ids[3])
 		}
-		must(t, q.MarkFannedOut(ctx, nil))
+		must(t, s.q.MarkFannedOut(s.ctx, nil))
 	})
 }
 
@@ -51,11 +48,10 @@ func TestAwaitingFanout(t *testing.T) {
 func TestAwaitingFanoutConcurrent(t *testing.T) {
 	t.Parallel()
 	const fanouts, events = 4, 40
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
 		for i := range events {
-			mkAwaiting(t, db, "acme", int64(i+1))
+			s.awaiting("acme", int64(i+1))
 		}
 		var mu sync.Mutex
 		taken := map[string]int{}
@@ -66,13 +62,13 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 				<-start
 				for {
 					var got []*event.Event
-					err := db.InTx(ctx, func(q *store.Q) error {
+					err := s.db.InTx(s.ctx, func(tx *store.Q) error {
 						var err error
-						if got, _, err = q.AwaitingFanout(ctx, "acme", "", 3); err != nil {
+						if got, _, err = tx.AwaitingFanout(s.ctx, "acme", "", 3); err != nil {
 							return err
 						}
 						time.Sleep(time.Millisecond) // hold the rows a moment, as a fanout does
-						return q.MarkFannedOut(ctx, eventIDs(got))
+						return tx.MarkFannedOut(s.ctx, eventIDs(got))
 					})
 					if err != nil {
 						t.Errorf("fanout: %v", err)
@@ -102,17 +98,6 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 	})
 }
 
-// mkAwaiting inserts an event awaiting fanout by job.
-func mkAwaiting(t testing.TB, db *store.DB, ownerID string, job int64) *event.Event {
-	t.Helper()
-	e := newEvent(ownerID, "", t0)
-	e.FanoutJob = job
-	if _, _, err := db.Q().InsertEvent(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func eventIDs(evs []*event.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
@@ -126,11 +111,10 @@ func eventIDs(evs []*event.Event) []string {
 // nothing and answers with the first event's id.
 func TestInsertEvents(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
 		earlier := newEvent("acme", "k-old", t0)
-		if _, _, err := db.Q().InsertEvent(ctx, earlier); err != nil {
+		if _, _, err := s.db.Q().InsertEvent(s.ctx, earlier); err != nil {
 			t.Fatal(err)
 		}
 		var evs []*event.Event
@@ -144,7 +128,7 @@ func TestInsertEvents(t *testing.T) {
 			}
 			evs = append(evs, newEvent("acme", key, t0.Add(time.Duration(i)*time.Millisecond)))
 		}
-		res, err := db.Q().InsertEvents(ctx, evs)
+		res, err := s.db.Q().InsertEvents(s.ctx, evs)
 		must(t, err)
 		if len(res) != len(evs) {
 			t.Fatalf("%d results for %d events", len(res), len(evs))
@@ -161,7 +145,7 @@ func TestInsertEvents(t *testing.T) {
 				t.Fatalf("event %d: %+v, want %+v", i, r, want)
 			}
 		}
-		if n := count(t, db, `SELECT count(*) FROM hookd_events`); n != 1+450-2 {
+		if n := s.count(`SELECT count(*) FROM hookd_events`); n != 1+450-2 {
 			t.Fatalf("%d events stored, want %d", n, 1+450-2)
 		}
 	})
@@ -172,24 +156,23 @@ func TestInsertEvents(t *testing.T) {
 // has one writer at a time, so the event is always its own.
 func TestLockEvent(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		e := mkEvent(t, db, "acme")
-		ok, err := db.Q().LockEvent(ctx, e.ID)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		e := s.event("acme")
+		ok, err := s.db.Q().LockEvent(s.ctx, e.ID)
 		must(t, err)
 		if !ok {
 			t.Fatal("a free event was not locked")
 		}
-		if db.Pool() == nil {
+		if s.db.Pool() == nil {
 			return
 		}
 		held := make(chan struct{})
 		release := make(chan struct{})
 		done := make(chan error)
 		go func() {
-			done <- db.InTx(ctx, func(q *store.Q) error {
-				if ok, err := q.LockEvent(ctx, e.ID); err != nil || !ok {
+			done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
+				if ok, err := tx.LockEvent(s.ctx, e.ID); err != nil || !ok {
 					t.Errorf("first lock: ok %v err %v", ok, err)
 				}
 				close(held)
@@ -198,8 +181,8 @@ func TestLockEvent(t *testing.T) {
 			})
 		}()
 		<-held
-		must(t, db.InTx(ctx, func(q *store.Q) error {
-			ok, err := q.LockEvent(ctx, e.ID)
+		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error {
+			ok, err := tx.LockEvent(s.ctx, e.ID)
 			if err == nil && ok {
 				t.Error("an event another transaction holds was locked again")
 			}

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -9,22 +8,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookd/hookd/internal/dbtest"
-	"github.com/hookd/hookd/internal/store"
 )
 
 func TestLease(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		other := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		other := s.endpoint("acme", 1)
 		now, until := ts(t0), ts(t0.Add(20*time.Second))
 
 		take := func(holder, now int64) (int, bool) {
 			t.Helper()
-			slot, ok, err := q.TakeLease(ctx, ep.ID, holder, now, until)
+			slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, holder, now, until)
 			must(t, err)
 			return slot, ok
 		}
@@ -41,16 +37,16 @@ func TestLease(t *testing.T) {
 			t.Fatalf("the holder re-taking its lease = slot %d ok %v, want slot 0", slot, ok)
 		}
 		// Another endpoint's lease is independent.
-		if _, ok, err := q.TakeLease(ctx, other.ID, 2, now, until); err != nil || !ok {
+		if _, ok, err := s.q.TakeLease(s.ctx, other.ID, 2, now, until); err != nil || !ok {
 			t.Fatalf("other endpoint: ok %v err %v", ok, err)
 		}
 
 		// Release checks the holder: someone else's release frees nothing.
-		must(t, q.ReleaseLease(ctx, ep.ID, 0, 2))
+		must(t, s.q.ReleaseLease(s.ctx, ep.ID, 0, 2))
 		if _, ok := take(3, now+2); ok {
 			t.Fatal("a non-holder's release freed the lease")
 		}
-		must(t, q.ReleaseLease(ctx, ep.ID, 0, 1))
+		must(t, s.q.ReleaseLease(s.ctx, ep.ID, 0, 1))
 		if _, ok := take(3, now+3); !ok {
 			t.Fatal("lease not free after its holder released it")
 		}
@@ -60,12 +56,12 @@ func TestLease(t *testing.T) {
 		if _, ok := take(4, until-1); ok {
 			t.Fatal("taken one microsecond before it expired")
 		}
-		slot, ok, err := q.TakeLease(ctx, ep.ID, 4, until, until+20e6)
+		slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, 4, until, until+20e6)
 		must(t, err)
 		if !ok || slot != 0 {
 			t.Fatalf("expired lease: slot %d ok %v, want taken", slot, ok)
 		}
-		must(t, q.ReleaseLease(ctx, ep.ID, 0, 3)) // the dead holder comes back late
+		must(t, s.q.ReleaseLease(s.ctx, ep.ID, 0, 3)) // the dead holder comes back late
 		if _, ok := take(5, until+1); ok {
 			t.Fatal("the expired holder's release freed the new holder's lease")
 		}
@@ -74,24 +70,22 @@ func TestLease(t *testing.T) {
 
 func TestLeaseSlots(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 3)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 3)
 		now, until := ts(t0), ts(t0.Add(time.Minute))
 		for i := range 3 {
-			slot, ok, err := q.TakeLease(ctx, ep.ID, int64(10+i), now, until)
+			slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, int64(10+i), now, until)
 			must(t, err)
 			if !ok || slot != i {
 				t.Fatalf("take %d: slot %d ok %v, want slot %d", i, slot, ok, i)
 			}
 		}
-		if _, ok, err := q.TakeLease(ctx, ep.ID, 13, now, until); err != nil || ok {
+		if _, ok, err := s.q.TakeLease(s.ctx, ep.ID, 13, now, until); err != nil || ok {
 			t.Fatalf("a 4th take of 3 slots: ok %v err %v", ok, err)
 		}
-		must(t, q.ReleaseLease(ctx, ep.ID, 1, 11))
-		slot, ok, err := q.TakeLease(ctx, ep.ID, 14, now, until)
+		must(t, s.q.ReleaseLease(s.ctx, ep.ID, 1, 11))
+		slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, 14, now, until)
 		must(t, err)
 		if !ok || slot != 1 {
 			t.Fatalf("after releasing slot 1: slot %d ok %v", slot, ok)
@@ -106,16 +100,15 @@ func TestLeaseSlots(t *testing.T) {
 func TestLeaseConcurrentTakers(t *testing.T) {
 	t.Parallel()
 	const takers, rounds = 8, 25
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		if p := db.Pool(); p != nil {
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		if p := s.db.Pool(); p != nil {
 			// Hold every taker's connection open before the race, so no
 			// taker waits on the pool rather than on the row.
 			conns := make([]*pgxpool.Conn, takers)
 			for i := range conns {
-				c, err := p.Acquire(ctx)
+				c, err := p.Acquire(s.ctx)
 				must(t, err)
 				conns[i] = c
 			}
@@ -144,7 +137,7 @@ func TestLeaseConcurrentTakers(t *testing.T) {
 					defer wg.Done()
 					<-start
 					h := int64(round*takers + i + 1)
-					slot, ok, err := db.Q().TakeLease(ctx, ep.ID, h, now, until)
+					slot, ok, err := s.db.Q().TakeLease(s.ctx, ep.ID, h, now, until)
 					res[i] = take{h, slot, ok, err}
 				}()
 			}
@@ -162,7 +155,7 @@ func TestLeaseConcurrentTakers(t *testing.T) {
 			if len(winners) != 1 {
 				t.Fatalf("round %d: %d takers won one slot, want exactly 1", round, len(winners))
 			}
-			must(t, db.Q().ReleaseLease(ctx, ep.ID, winners[0].slot, winners[0].holder))
+			must(t, s.db.Q().ReleaseLease(s.ctx, ep.ID, winners[0].slot, winners[0].holder))
 		}
 	})
 }
@@ -172,10 +165,9 @@ func TestLeaseConcurrentTakers(t *testing.T) {
 func TestLeaseConcurrentSlots(t *testing.T) {
 	t.Parallel()
 	const takers, slots, rounds = 8, 3, 20
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", slots)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", slots)
 		for round := range rounds {
 			now := ts(t0.Add(time.Duration(round) * time.Minute))
 			var mu sync.Mutex
@@ -188,7 +180,7 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 					defer wg.Done()
 					<-start
 					h := int64(round*takers + i + 1)
-					slot, ok, err := db.Q().TakeLease(ctx, ep.ID, h, now, now+30e6)
+					slot, ok, err := s.db.Q().TakeLease(s.ctx, ep.ID, h, now, now+30e6)
 					if err != nil {
 						t.Errorf("TakeLease: %v", err)
 						return
@@ -209,7 +201,7 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 				if len(holders) != 1 || slot < 0 || slot >= slots {
 					t.Fatalf("round %d: slot %d taken by %v", round, slot, holders)
 				}
-				must(t, db.Q().ReleaseLease(ctx, ep.ID, slot, holders[0]))
+				must(t, s.db.Q().ReleaseLease(s.ctx, ep.ID, slot, holders[0]))
 			}
 		}
 	})
@@ -220,11 +212,10 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 func BenchmarkLease(b *testing.B) {
 	for _, e := range dbtest.Engines() {
 		b.Run(e.Name, func(b *testing.B) {
-			db := dbtest.Open(b, e.Config(b))
-			mkOwner(b, db, "acme")
-			ep := mkEndpoint(b, db, "acme", 1)
-			ctx := context.Background()
-			q := db.Q()
+			s := newBundle(b, dbtest.Open(b, e.Config(b)))
+			s.owner("acme")
+			ep := s.endpoint("acme", 1)
+			ctx, q := s.ctx, s.q
 			b.ReportAllocs()
 			now := time.Now().UnixMicro()
 			var holder int64
@@ -246,37 +237,35 @@ func BenchmarkLease(b *testing.B) {
 // held; one free (or expired) slot makes it not busy.
 func TestBusyEndpoints(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		one := mkEndpoint(t, db, "acme", 1)
-		two := mkEndpoint(t, db, "acme", 2)
-		idle := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		one := s.endpoint("acme", 1)
+		two := s.endpoint("acme", 2)
+		idle := s.endpoint("acme", 1)
 		now, until := ts(t0), ts(t0.Add(20*time.Second))
 		take := func(id string, holder int64) {
 			t.Helper()
-			if _, ok, err := q.TakeLease(ctx, id, holder, now, until); err != nil || !ok {
+			if _, ok, err := s.q.TakeLease(s.ctx, id, holder, now, until); err != nil || !ok {
 				t.Fatalf("take lease of %s: %v %v", id, ok, err)
 			}
 		}
 		take(one.ID, 1)
 		take(two.ID, 2) // one of two slots
 		ids := []string{one.ID, two.ID, idle.ID, "ep_gone"}
-		busy, err := q.BusyEndpoints(ctx, ids, now)
+		busy, err := s.q.BusyEndpoints(s.ctx, ids, now)
 		must(t, err)
 		if !busy[one.ID] || busy[two.ID] || busy[idle.ID] || len(busy) != 1 {
 			t.Fatalf("busy = %v, want only %s (its only slot held)", busy, one.ID)
 		}
 		take(two.ID, 3) // both slots now
-		if busy, _ = q.BusyEndpoints(ctx, ids, now); !busy[one.ID] || !busy[two.ID] || len(busy) != 2 {
+		if busy, err = s.q.BusyEndpoints(s.ctx, ids, now); err != nil || !busy[one.ID] || !busy[two.ID] || len(busy) != 2 {
 			t.Fatalf("busy = %v, want %s and %s", busy, one.ID, two.ID)
 		}
-		if busy, _ = q.BusyEndpoints(ctx, ids, until); len(busy) != 0 {
+		if busy, err = s.q.BusyEndpoints(s.ctx, ids, until); err != nil || len(busy) != 0 {
 			t.Fatalf("busy at the leases' end = %v, want none", busy)
 		}
-		must(t, q.ReleaseLease(ctx, one.ID, 0, 1))
-		if busy, _ = q.BusyEndpoints(ctx, ids, now); busy[one.ID] {
+		must(t, s.q.ReleaseLease(s.ctx, one.ID, 0, 1))
+		if busy, err = s.q.BusyEndpoints(s.ctx, ids, now); err != nil || busy[one.ID] {
 			t.Fatalf("busy = %v after %s's release", busy, one.ID)
 		}
 	})

@@ -1,12 +1,9 @@
 package store_test
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/hookd/hookd/internal/store"
 )
 
 // TestTakeRate: an endpoint's sends are granted one interval apart
@@ -15,18 +12,16 @@ import (
 // is the caller's: every time here is explicit.
 func TestTakeRate(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		q := db.Q()
-		mkOwner(t, db, "acme")
-		ep := mkEndpoint(t, db, "acme", 1)
-		other := mkEndpoint(t, db, "acme", 1)
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		other := s.endpoint("acme", 1)
 		now := ts(t0)
 		const iv = 100_000 // 10/s
 
 		take := func(id string, now int64) (bool, int64) {
 			t.Helper()
-			ok, wait, err := q.TakeRate(ctx, id, now, iv)
+			ok, wait, err := s.q.TakeRate(s.ctx, id, now, iv)
 			must(t, err)
 			return ok, wait
 		}
@@ -56,12 +51,12 @@ func TestTakeRate(t *testing.T) {
 		}
 
 		// Concurrent takers at one instant: exactly one granted.
-		fresh := mkEndpoint(t, db, "acme", 1)
+		fresh := s.endpoint("acme", 1)
 		var granted atomic.Int32
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				ok, wait, err := db.Q().TakeRate(ctx, fresh.ID, now, iv)
+				ok, wait, err := s.db.Q().TakeRate(s.ctx, fresh.ID, now, iv)
 				switch {
 				case err != nil:
 					t.Error(err)

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,19 +24,18 @@ func (outboxArgs) Kind() string { return "store_test.outbox" }
 // not at all if it rolls back.
 func TestInsertJobsInTx(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		mkOwner(t, db, "acme")
-		jobs := func() int { return count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()) }
-		events := func() int { return count(t, db, `SELECT count(*) FROM hookd_events`) }
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		jobs := func() int { return s.count(`SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()) }
+		events := func() int { return s.count(`SELECT count(*) FROM hookd_events`) }
 		publish := func(fail error) error {
-			return db.InTx(ctx, func(q *store.Q) error {
+			return s.db.InTx(s.ctx, func(tx *store.Q) error {
 				ev := newEvent("acme", "", t0)
 				ev.ID = event.NewID("evt_", t0)
-				if _, _, err := q.InsertEvent(ctx, ev); err != nil {
+				if _, _, err := tx.InsertEvent(s.ctx, ev); err != nil {
 					return err
 				}
-				if _, err := q.InsertJobs(ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: ev.ID}}}); err != nil {
+				if _, err := tx.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: ev.ID}}}); err != nil {
 					return err
 				}
 				return fail
@@ -52,10 +50,10 @@ func TestInsertJobsInTx(t *testing.T) {
 			t.Fatalf("%d events after a failed publish", n)
 		}
 
-		if _, err := db.NewRiver(&river.Config{}); err != nil { // insert-only: no workers
+		if _, err := s.db.NewRiver(&river.Config{}); err != nil { // insert-only: no workers
 			t.Fatal(err)
 		}
-		if _, err := db.Q().InsertJobs(ctx, []river.InsertManyParams{{Args: outboxArgs{}}}); err == nil {
+		if _, err := s.db.Q().InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{}}}); err == nil {
 			t.Fatal("InsertJobs outside a transaction succeeded")
 		}
 
@@ -78,39 +76,17 @@ func TestInsertJobsInTx(t *testing.T) {
 // along, in its transaction; a running job is never deleted.
 func TestDeleteJobs(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		ids := mkJobs(t, db, 3)
-		mustExec(t, db, `UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
-		must(t, db.InTx(ctx, func(q *store.Q) error { return q.DeleteJobs(ctx, ids) }))
-		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
+	setup(t, func(t *testing.T, s *bundle) {
+		ids := s.jobs(3)
+		s.exec(`UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
+		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.DeleteJobs(s.ctx, ids) }))
+		if n := s.count(`SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
 			t.Fatalf("%d jobs left, want 1 (the running one)", n)
 		}
-		if n := count(t, db, `SELECT count(*) FROM river_job WHERE id = $1`, ids[1]); n != 1 {
+		if n := s.count(`SELECT count(*) FROM river_job WHERE id = $1`, ids[1]); n != 1 {
 			t.Fatal("the running job was deleted")
 		}
 	})
-}
-
-// mkJobs inserts n River jobs (with an insert-only client) and returns their ids.
-func mkJobs(t testing.TB, db *store.DB, n int) []int64 {
-	t.Helper()
-	if _, err := db.NewRiver(&river.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	params := make([]river.InsertManyParams, n)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: outboxArgs{EventID: fmt.Sprint(i)}}
-	}
-	var ids []int64
-	must(t, db.InTx(context.Background(), func(q *store.Q) error {
-		res, err := q.InsertJobs(context.Background(), params)
-		for _, r := range res {
-			ids = append(ids, r.Job.ID)
-		}
-		return err
-	}))
-	return ids
 }
 
 // TestWakeNextFreshNotifies guards notifyInsert: on PostgreSQL a job
@@ -157,11 +133,12 @@ func TestWakeNextFreshNotifies(t *testing.T) {
 		t.Fatalf("worked %q first, want the warm-up job", got)
 	}
 
-	mkOwner(t, db, "acme")
-	ep := mkEndpoint(t, db, "acme", 1)
-	d := newDelivery("acme", ep.ID, mkEvent(t, db, "acme").ID, t0)
+	s := newBundle(t, db)
+	s.owner("acme")
+	ep := s.endpoint("acme", 1)
+	d := newDelivery("acme", ep.ID, s.event("acme").ID, t0)
 	d.JobID = insert("woken", time.Now().Add(time.Hour))
-	mkDeliveries(t, db, d)
+	s.deliveries(d)
 	// The producer may not have its LISTEN in place yet: wake (and so
 	// notify) again until the job runs, well inside the hour's poll.
 	deadline := time.After(10 * time.Second)
