@@ -143,3 +143,42 @@ func decodeBody(t *testing.T, resp *http.Response, v any) {
 		t.Fatalf("decode %q: %v", raw, err)
 	}
 }
+
+// TestRequestLimits: a request body may be 1 MiB and no more, an event's
+// data 256 KiB, and a batch publish takes 1 to 1,000 events.
+func TestRequestLimits(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+		b := setup(t, eng)
+		b.registerType("good.type")
+		refused := func(what string, status int, mentions string, body any, path string) {
+			t.Helper()
+			var out struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if got := b.do("POST", path, body, &out); got != status || !strings.Contains(out.Error.Message, mentions) {
+				t.Errorf("%s: status %d (%+v), want %d naming %q", what, got, out.Error, status, mentions)
+			}
+		}
+		// A body padded with spaces to exactly 1 MiB, then one byte more.
+		const small = `{"type":"good.type","data":{}}`
+		padded := func(n int) string { return small + strings.Repeat(" ", n-len(small)) }
+		b.must(http.StatusAccepted, "POST", "/api/v1/events", padded(1<<20), nil)
+		refused("a body of 1 MiB + 1 byte", http.StatusRequestEntityTooLarge, "1048576 bytes", padded(1<<20+1), "/api/v1/events")
+		// Data of exactly 256 KiB ({"x":"aaa…"}), then one byte more.
+		data := func(n int) string {
+			return `{"type":"good.type","data":{"x":"` + strings.Repeat("a", n-len(`{"x":""}`)) + `"}}`
+		}
+		b.must(http.StatusAccepted, "POST", "/api/v1/events", data(256<<10), nil)
+		refused("data of 256 KiB + 1 byte", http.StatusRequestEntityTooLarge, "at most 262144", data(256<<10+1), "/api/v1/events")
+		batch := func(n int) map[string]any {
+			events := make([]map[string]any, n)
+			for i := range events {
+				events[i] = map[string]any{"type": "good.type", "data": map[string]int{"i": i}}
+			}
+			return map[string]any{"events": events}
+		}
+		b.must(http.StatusAccepted, "POST", "/api/v1/events/batch", batch(1000), nil)
+		refused("a batch of 1001", http.StatusUnprocessableEntity, "at most 1000 per batch", batch(1001), "/api/v1/events/batch")
+	})
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/egress"
 )
 
 // TestConfigValidate: every bad combination is refused with a message that
@@ -50,5 +52,38 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Open = %v, want the same refusal", err)
 			}
 		})
+	}
+}
+
+// TestDefaultsPinTheProfiles: the defaults are the numbers both profiles
+// promise. An attempt gets 10 s to answer, inside a 15 s job (the standard
+// profile; kwork also gives a receiver 10 s); a job that meets its
+// endpoint's lease held snoozes 2 s (standard: "endpoint busy"); kwork
+// deletes finished delivery records after 30 days; and a lease (20 s)
+// outlasts the job, so a dead holder's endpoint is free soon after.
+func TestDefaultsPinTheProfiles(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"DefaultHTTPTimeout", hookd.DefaultHTTPTimeout, 10 * time.Second},
+		{"DefaultJobTimeout", hookd.DefaultJobTimeout, 15 * time.Second},
+		{"DefaultBusySnooze", hookd.DefaultBusySnooze, 2 * time.Second},
+		{"DefaultRetention", hookd.DefaultRetention, 30 * 24 * time.Hour},
+		{"DefaultLeaseFor", hookd.DefaultLeaseFor, 20 * time.Second},
+		{"egress.DefaultTimeout", egress.DefaultTimeout, 10 * time.Second},
+		{"delivery.JobTimeout", delivery.JobTimeout, 15 * time.Second},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %s, want %s", c.name, c.got, c.want)
+		}
+	}
+	// Validate checks a zero field as its default: a 10 s job timeout
+	// meets the default HTTP timeout, 10 s.
+	key := bytes.Repeat([]byte{7}, 32)
+	want := "HTTPTimeout (--http-timeout) 10s must be shorter than JobTimeout (--job-timeout) 10s"
+	if err := (hookd.Config{MasterKey: key, JobTimeout: 10 * time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Validate with JobTimeout 10s = %v, want it to say %q", err, want)
 	}
 }

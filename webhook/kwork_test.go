@@ -164,3 +164,21 @@ func BenchmarkKworkSign(b *testing.B) {
 		_ = s.Sign(1793188800, body)
 	}
 }
+
+// TestHeaderNames: the headers are named as the profiles put them on the
+// wire (a receiver looks them up by these names, not by our constants).
+func TestHeaderNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ got, want string }{
+		{HeaderID, "webhook-id"},
+		{HeaderTimestamp, "webhook-timestamp"},
+		{HeaderSignature, "webhook-signature"},
+		{HeaderKworkSignature, "X-Kwork-Signature"},
+		{HeaderKworkEvent, "X-Kwork-Event"},
+		{HeaderKworkDelivery, "X-Kwork-Delivery"},
+	} {
+		if c.got != c.want {
+			t.Errorf("header %q, want %q", c.got, c.want)
+		}
+	}
+}
