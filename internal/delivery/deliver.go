@@ -81,99 +81,142 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	ctx, span := s.startSpan(ctx, "hookd.deliver", job.Metadata, attribute.String("hookd.endpoint", endpointID),
 		attribute.String("hookd.event", eventID), attribute.Int("hookd.attempt", job.Attempt))
 	defer func() { endSpan(span, realError(err)) }()
-	q := s.db.Q()
 	now := s.now()
-	slot, ok, err := q.TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+	slot, ok, err := s.db.Q().TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 	if err != nil {
 		return err
 	}
 	if !ok {
-		// Busy (or the endpoint is gone). Nothing to wait for if hookd's
-		// record says this delivery was settled, e.g. by a drain.
-		pending, err := q.DeliveryPending(ctx, endpointID, eventID, job.ID)
-		switch {
-		case apperr.IsNotFound(err):
-			return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
-		case err != nil:
-			return err
-		case !pending:
-			return nil
-		}
-		s.cfg.Metrics.LeaseBusy()
-		return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
+		return s.leaseBusy(ctx, job)
 	}
-	held := true // until a drain hands the slot over
+	held := true // until the attempt is settled: then handOver lets go
 	defer func() {
 		if held {
 			s.releaseLease(ctx, endpointID, slot, job.ID)
 		}
 	}()
-	a, err := q.LoadAttempt(ctx, endpointID, eventID)
-	if apperr.IsNotFound(err) {
-		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
-	}
-	if err != nil {
-		return err
-	}
-	if done, ret := s.preflight(a, job, now); done {
+	a, p, done, ret := s.loadAttempt(ctx, job, now)
+	if done {
 		return ret
 	}
 	d, ep := a.Delivery, a.Endpoint
-	if !ep.Enabled {
-		return s.discard(ctx, d, a.Owner.Profile, job.ID, "endpoint disabled")
-	}
-	if a.Event == nil {
-		return s.discard(ctx, d, a.Owner.Profile, job.ID, "event pruned")
-	}
-	p, err := s.cfg.Profiles.Get(a.Owner.Profile)
-	if err != nil {
-		return s.discard(ctx, d, a.Owner.Profile, job.ID, err.Error())
-	}
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
-	if ep.Ordered && exclusive {
-		if wait, err := s.orderedWait(ctx, d, now); err != nil || wait > 0 {
-			if err != nil {
-				return err
-			}
-			return river.JobSnooze(wait) // behind an older event's delivery: no attempt spent
-		}
+	if done, ret := s.mayGo(ctx, d, ep, exclusive, now); done {
+		return ret
 	}
-	// Claim the delivery: with several slots, a holder of another slot may
-	// be draining this endpoint; it must not send this one too. (Under an
-	// exclusive lease nobody else sends.)
-	if !exclusive {
-		ok, err := s.db.Relaxed().ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return river.JobSnooze(s.cfg.BusySnooze) // being sent, or just settled: look again later
-		}
-	}
-
 	out, took, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
-	if held := (*rateHeld)(nil); errors.As(err, &held) {
-		if !exclusive {
-			s.releaseClaims(ctx, []string{d.ID})
-		}
-		return river.JobSnooze(held.wait) // held back by the rate limit: no attempt spent
-	}
-	if err != nil { // could not even build the request (secret unreadable …)
-		return err
+	if err != nil {
+		return s.unsent(ctx, d, exclusive, err)
 	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.delivery", d.ID), attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))
 	res, err := s.settle(ctx, ep, d, a.Event, p, attempted{out, took, job.Attempt, job.MaxAttempts}, job.ID)
 	if err != nil {
 		return err // not recorded: River retries the job, which sends again
 	}
-	discarded := out.Verdict == Discard || out.Verdict == Retry && job.Attempt >= job.MaxAttempts
 	held = false
-	if out.Verdict == Complete || ep.Ordered && exclusive && discarded { // a discard lets an ordered endpoint's next go
-		s.drainThenHandOver(ctx, ep, slot, job.ID, exclusive, now)
-	} else {
-		s.releaseThenWake(ctx, ep.ID, slot, job.ID)
-	}
+	s.handOver(ctx, ep, slot, job, out.Verdict, exclusive, now)
 	return res.forRiver
+}
+
+// leaseBusy is the return of a job that met its endpoint's lease busy (or
+// the endpoint gone): a snooze, unless hookd's record says the delivery
+// was settled meanwhile (e.g. by a drain), and then nothing to wait for.
+func (s *Service) leaseBusy(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	pending, err := s.db.Q().DeliveryPending(ctx, job.Args.EndpointID, job.Args.EventID, job.ID)
+	switch {
+	case apperr.IsNotFound(err):
+		return river.JobCancel(errors.New("delivery gone: endpoint deleted"))
+	case err != nil:
+		return err
+	case !pending:
+		return nil
+	}
+	s.cfg.Metrics.LeaseBusy()
+	return river.JobSnooze(s.cfg.BusySnooze) // busy: no attempt spent
+}
+
+// loadAttempt reads what the job's attempt needs, and its profile;
+// done=true means return ret without sending (settled already, or
+// discarded unsent: see preflight).
+func (s *Service) loadAttempt(ctx context.Context, job *river.Job[DeliverArgs], now time.Time) (a *store.AttemptInput, p profile.Profile, done bool, ret error) {
+	a, err := s.db.Q().LoadAttempt(ctx, job.Args.EndpointID, job.Args.EventID)
+	if apperr.IsNotFound(err) {
+		return nil, nil, true, river.JobCancel(errors.New("delivery gone: endpoint deleted"))
+	}
+	if err != nil {
+		return nil, nil, true, err
+	}
+	if done, ret := s.preflight(a, job, now); done {
+		return nil, nil, true, ret
+	}
+	d := a.Delivery
+	if !a.Endpoint.Enabled {
+		return nil, nil, true, s.discard(ctx, d, a.Owner.Profile, job.ID, "endpoint disabled")
+	}
+	if a.Event == nil {
+		return nil, nil, true, s.discard(ctx, d, a.Owner.Profile, job.ID, "event pruned")
+	}
+	p, err = s.cfg.Profiles.Get(a.Owner.Profile)
+	if err != nil {
+		return nil, nil, true, s.discard(ctx, d, a.Owner.Profile, job.ID, err.Error())
+	}
+	return a, p, false, nil
+}
+
+// mayGo decides whether d may be sent now, with the slot held: an ordered
+// endpoint's delivery waits behind an older event's; under a lease of
+// several slots it is claimed first, since a holder of another slot may be
+// draining this endpoint and must not send it too (under an exclusive
+// lease nobody else sends). done=true means return ret without sending.
+func (s *Service) mayGo(ctx context.Context, d *endpoint.Delivery, ep *endpoint.Endpoint, exclusive bool, now time.Time) (done bool, ret error) {
+	if ep.Ordered && exclusive {
+		wait, err := s.orderedWait(ctx, d, now)
+		if err != nil {
+			return true, err
+		}
+		if wait > 0 {
+			return true, river.JobSnooze(wait) // behind an older event's delivery: no attempt spent
+		}
+	}
+	if exclusive {
+		return false, nil
+	}
+	ok, err := s.db.Relaxed().ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+	if err != nil {
+		return true, err
+	}
+	if !ok {
+		return true, river.JobSnooze(s.cfg.BusySnooze) // being sent, or just settled: look again later
+	}
+	return false, nil
+}
+
+// unsent is the return of a job whose attempt did not reach the receiver
+// (err): a snooze when the rate limit held it back (no attempt spent; its
+// claim is given back), else err (the request could not even be built:
+// the secret unreadable …).
+func (s *Service) unsent(ctx context.Context, d *endpoint.Delivery, exclusive bool, err error) error {
+	held := (*rateHeld)(nil)
+	if !errors.As(err, &held) {
+		return err
+	}
+	if !exclusive {
+		s.releaseClaims(ctx, []string{d.ID})
+	}
+	return river.JobSnooze(held.wait)
+}
+
+// handOver lets go of the slot once the job's attempt is settled: after a
+// success the holder drains the endpoint first (a discard, too, lets an
+// ordered endpoint's next go); after a failure it wakes what waited behind
+// it.
+func (s *Service) handOver(ctx context.Context, ep *endpoint.Endpoint, slot int, job *river.Job[DeliverArgs], v Verdict, exclusive bool, now time.Time) {
+	discarded := v == Discard || v == Retry && job.Attempt >= job.MaxAttempts
+	if v == Complete || ep.Ordered && exclusive && discarded {
+		s.drainThenHandOver(ctx, ep, slot, job.ID, exclusive, now)
+		return
+	}
+	s.releaseThenWake(ctx, ep.ID, slot, job.ID)
 }
 
 // releaseThenWake lets go of the slot after an attempt that failed, and
