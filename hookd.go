@@ -93,7 +93,9 @@ func Open(ctx context.Context, cfg Config) (*Hookd, error) {
 	}
 	h, err := build(ctx, db, cfg)
 	if err != nil {
-		db.Close()
+		if cerr := db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close hookd's database: %w", cerr))
+		}
 		return nil, err
 	}
 	h.ownsDB = true
@@ -221,5 +223,3 @@ func (h *Hookd) Close() error {
 	}
 	return nil
 }
-
-func (h *Hookd) now() time.Time { return h.cfg.Now() }

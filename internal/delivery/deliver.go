@@ -30,6 +30,7 @@ type DeliverArgs struct {
 	EventID    string `json:"event_id"`
 }
 
+// Kind is the job kind River knows the deliver job by.
 func (DeliverArgs) Kind() string { return "webhook.deliver" }
 
 // JobTimeout bounds one attempt (the HTTP timeout of 10 s sits inside it).

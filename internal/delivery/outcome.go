@@ -17,16 +17,16 @@ import (
 type Verdict int
 
 const (
-	// Complete: 2xx.
+	// Complete is a 2xx: delivered.
 	Complete Verdict = iota
-	// Retry: 5xx, 408, 429 (without Retry-After), any status the profile
+	// Retry is a 5xx, 408, 429 (without Retry-After), any status the profile
 	// does not give up on (kwork: every non-2xx), timeout, connection
 	// failure: again per the profile's schedule, spending an attempt.
 	Retry
-	// Snooze: 429/503 with Retry-After: again after that long, no attempt
+	// Snooze is a 429/503 with Retry-After: again after that long, no attempt
 	// spent.
 	Snooze
-	// Discard: a status the profile gives up on (standard: other 4xx and
+	// Discard is a status the profile gives up on (standard: other 4xx and
 	// 3xx), egress blocked: never again.
 	Discard
 )

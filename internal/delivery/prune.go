@@ -11,8 +11,10 @@ import (
 // event was pruned is discarded when it next runs.
 type PruneArgs struct{}
 
+// Kind is the job kind River knows the retention job by.
 func (PruneArgs) Kind() string { return "hookd.prune" }
 
+// InsertOpts puts the retention job in the fanout queue.
 func (PruneArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueFanout}
 }

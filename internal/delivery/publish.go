@@ -24,8 +24,10 @@ type FanoutArgs struct {
 	EventID string `json:"event_id"`
 }
 
+// Kind is the job kind River knows the fanout job by.
 func (FanoutArgs) Kind() string { return "webhook.fanout" }
 
+// InsertOpts puts fanout jobs in the fanout queue, with 25 attempts.
 func (FanoutArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueFanout, MaxAttempts: 25}
 }
