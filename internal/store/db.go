@@ -2,7 +2,7 @@
 // SQLite (modernc.org/sqlite, no cgo) and PostgreSQL (pgx). Both run the
 // same SQL; they differ only in how connections and transactions are opened
 // and in the River driver each hands to the job engine. Every test runs on
-// both (eachEngine).
+// both (setup, in setup_test.go).
 //
 // The queries follow a webhook's way through hookd, a file per step:
 //
@@ -11,15 +11,16 @@
 //     fanout, inserts their deliveries and tells which endpoints are busy.
 //   - deliver: attempt.go reads everything one attempt needs; lease.go
 //     holds an endpoint's lease slots and a delivery's claim; drain.go is
-//     a lease holder's batches (claim, load, record, release); ordered.go
-//     and ratelimit.go are the endpoint controls a send waits on.
+//     a lease holder's batches (claim, load, record, release, then wake the
+//     next delivery's job); ordered.go and ratelimit.go are the endpoint
+//     controls a send waits on.
 //   - settle: settle.go records one attempt's outcome; drain.go records a
 //     drained batch's successes.
 //
 // Around them: the resources (owner.go, endpoint.go, grant.go,
-// eventtype.go, apikey.go, session.go), the delivery log (delivery.go,
-// delivery_log.go), River's tables (river.go), and the connections
-// (db.go, querier.go, foreground.go, migrate.go).
+// eventtype.go, apikey.go, session.go), a delivery's row and the log of
+// them (delivery.go, delivery_log.go), River's tables (river.go), and the
+// connections (db.go, querier.go, foreground.go, migrate.go).
 package store
 
 import (

@@ -56,12 +56,6 @@ func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, job
 // pending row of the table (~12–20 ms) to update 32 of them by id.
 const stillPending = `state NOT IN ('delivered', 'failed')`
 
-// ListDeliveries returns an endpoint's latest deliveries, newest first;
-// before (a delivery id, optional) pages backwards.
-func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limit int, before string) ([]*endpoint.Delivery, error) {
-	return q.ListDeliveriesWhere(ctx, DeliveryFilter{OwnerID: ownerID, EndpointID: endpointID, Limit: limit, Before: before})
-}
-
 // FailedDeliveries returns up to limit failed deliveries of an endpoint,
 // oldest first (what redeliver re-enqueues).
 func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) ([]*endpoint.Delivery, error) {

@@ -155,3 +155,9 @@ func prefixCols(prefix, cols string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ListDeliveries returns an endpoint's latest deliveries, newest first;
+// before (a delivery id, optional) pages backwards.
+func (q *Q) ListDeliveries(ctx context.Context, ownerID, endpointID string, limit int, before string) ([]*endpoint.Delivery, error) {
+	return q.ListDeliveriesWhere(ctx, DeliveryFilter{OwnerID: ownerID, EndpointID: endpointID, Limit: limit, Before: before})
+}

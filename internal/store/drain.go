@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // fresh is the condition a drain sends by: a delivery pending, never
@@ -158,6 +161,40 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 	}
 	if err := db.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("record drained: %w", err)
+	}
+	return nil
+}
+
+// WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
+// due at now available at once, if it is scheduled for later (River's
+// JobRetry; a running job is left alone). With notify, on PostgreSQL, it
+// tells River's producers so, as an insert would; without, the job waits
+// for their next fetch (at the latest the poll). No such delivery, or a job
+// already gone, is not an error.
+func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
+	var jobID int64
+	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
+		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
+	if NotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("next fresh delivery: %w", err)
+	}
+	if db.queue == nil {
+		return nil
+	}
+	job, err := db.queue.JobRetry(ctx, jobID)
+	if errors.Is(err, river.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wake job %d: %w", jobID, err)
+	}
+	if notify && db.notifyQueue != nil && job.State == rivertype.JobStateAvailable {
+		if err := db.notifyQueue(ctx, job.Queue); err != nil {
+			return fmt.Errorf("wake job %d: notify its queue: %w", jobID, err)
+		}
 	}
 	return nil
 }

@@ -74,40 +74,6 @@ func RiverClient(q Queue) any {
 	return nil
 }
 
-// WakeNextFresh makes the River job of the endpoint's oldest fresh delivery
-// due at now available at once, if it is scheduled for later (River's
-// JobRetry; a running job is left alone). With notify, on PostgreSQL, it
-// tells River's producers so, as an insert would; without, the job waits
-// for their next fetch (at the latest the poll). No such delivery, or a job
-// already gone, is not an error.
-func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
-	var jobID int64
-	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
-		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
-	if NotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("next fresh delivery: %w", err)
-	}
-	if db.queue == nil {
-		return nil
-	}
-	job, err := db.queue.JobRetry(ctx, jobID)
-	if errors.Is(err, river.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("wake job %d: %w", jobID, err)
-	}
-	if notify && db.notifyQueue != nil && job.State == rivertype.JobStateAvailable {
-		if err := db.notifyQueue(ctx, job.Queue); err != nil {
-			return fmt.Errorf("wake job %d: notify its queue: %w", jobID, err)
-		}
-	}
-	return nil
-}
-
 // UseRiver makes client, the application's own River client on this
 // database, the one hookd inserts its jobs with and reads them back from
 // (library mode: no second client runs). It must be a
