@@ -44,6 +44,7 @@ import (
 // Backend names the database a DB runs on: embedded SQLite or PostgreSQL.
 type Backend string
 
+// The backends; the values are what /healthz and the logs call them.
 const (
 	SQLite   Backend = "sqlite"
 	Postgres Backend = "postgres"

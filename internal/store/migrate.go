@@ -72,10 +72,12 @@ func (db *DB) migrateSQLite(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate river: %w", err)
 		}
-		//lint:ignore SA1019 MigrateTx is deprecated because some PostgreSQL migrations cannot
-		// share one transaction; on SQLite River's migrations can, and the
-		// one transaction is what serialises concurrent migrators.
-		if res, err = m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil {
+		// MigrateTx is deprecated (SA1019) because some PostgreSQL
+		// migrations cannot share one transaction; on SQLite River's
+		// migrations can, and the one transaction is what serialises
+		// concurrent migrators.
+		if res, err = m.MigrateTx(ctx, q.tx.(*sql.Tx), rivermigrate.DirectionUp, nil); err != nil { //nolint:staticcheck // SQLite only: see above
+
 			return fmt.Errorf("migrate river: %w", err)
 		}
 		applied, err = db.migrateHookd(ctx, func(_ context.Context, fn func(*Q) error) error { return fn(q) })
