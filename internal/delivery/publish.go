@@ -122,57 +122,22 @@ func (s *Service) prepare(evs []*event.Event, by publisher) error {
 // group commit's events come from different callers); nil: every job
 // carries ctx's, the trace of the one publish.
 func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, rules []store.Rule, traces []map[string]string) ([]Published, error) {
-	out := make([]Published, 0, len(evs))
+	exposure := make([]event.Exposure, len(evs))
+	for i := range evs {
+		exposure[i] = rules[i].Exposure
+	}
 	// Fanout jobs first, so each event row is written once, with its job
 	// (another fanout of the same owner may fan the event out first and
 	// delete that job). A job made for an event that turns out to repeat an
 	// idempotency key is deleted again below.
-	var jobs []river.InsertManyParams
-	var withJob []int // of evs
-	exposure := make([]event.Exposure, len(evs))
-	for i := range evs {
-		exposure[i] = rules[i].Exposure
-		if exposure[i] == event.Webhook {
-			withJob = append(withJob, i)
-		}
-	}
-	// An owner without an enabled endpoint has nothing to fan out to: its
-	// events are stored with no fanout job, as if their fanout had run at
-	// once (one query for the whole batch, where a job would cost a River
-	// fetch, a fanout transaction and a completion each).
-	if len(withJob) > 0 {
-		owners := make([]string, 0, 1)
-		for _, i := range withJob {
-			if !slices.Contains(owners, evs[i].OwnerID) {
-				owners = append(owners, evs[i].OwnerID)
-			}
-		}
-		subscribed, err := q.OwnersWithEndpoints(ctx, owners)
-		if err != nil {
-			return nil, err
-		}
-		withJob = slices.DeleteFunc(withJob, func(i int) bool { return !subscribed[evs[i].OwnerID] })
-	}
-	for _, i := range withJob {
-		p := river.InsertManyParams{Args: FanoutArgs{EventID: evs[i].ID}}
-		if traces != nil {
-			p.InsertOpts = &river.InsertOpts{Metadata: traceMetadata(traces[i])}
-		}
-		jobs = append(jobs, p)
-	}
-	if len(jobs) > 0 {
-		res, err := q.InsertJobs(ctx, jobs)
-		if err != nil {
-			return nil, fmt.Errorf("enqueue fanout: %w", err)
-		}
-		for j, r := range res {
-			evs[withJob[j]].FanoutJob = r.Job.ID
-		}
+	if err := s.insertFanoutJobs(ctx, q, evs, exposure, traces); err != nil {
+		return nil, err
 	}
 	res, err := q.InsertEvents(ctx, evs)
 	if err != nil {
 		return nil, err
 	}
+	out := make([]Published, 0, len(evs))
 	var unused []int64
 	for i, ev := range evs {
 		out = append(out, Published{ID: res[i].ID, Duplicate: !res[i].Inserted, Exposure: exposure[i]})
@@ -190,6 +155,54 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, ru
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.event", out[0].ID), attribute.String("hookd.event_type", evs[0].Type))
 	}
 	return out, nil
+}
+
+// insertFanoutJobs inserts the fanout jobs of the webhook-exposed events
+// (exposure[i] is evs[i]'s) whose owner has an enabled endpoint, and sets
+// each such event's FanoutJob; traces as for insert.
+func (s *Service) insertFanoutJobs(ctx context.Context, q *store.Q, evs []*event.Event, exposure []event.Exposure, traces []map[string]string) error {
+	var withJob []int // of evs
+	for i := range evs {
+		if exposure[i] == event.Webhook {
+			withJob = append(withJob, i)
+		}
+	}
+	// An owner without an enabled endpoint has nothing to fan out to: its
+	// events are stored with no fanout job, as if their fanout had run at
+	// once (one query for the whole batch, where a job would cost a River
+	// fetch, a fanout transaction and a completion each).
+	if len(withJob) > 0 {
+		owners := make([]string, 0, 1)
+		for _, i := range withJob {
+			if !slices.Contains(owners, evs[i].OwnerID) {
+				owners = append(owners, evs[i].OwnerID)
+			}
+		}
+		subscribed, err := q.OwnersWithEndpoints(ctx, owners)
+		if err != nil {
+			return err
+		}
+		withJob = slices.DeleteFunc(withJob, func(i int) bool { return !subscribed[evs[i].OwnerID] })
+	}
+	var jobs []river.InsertManyParams
+	for _, i := range withJob {
+		p := river.InsertManyParams{Args: FanoutArgs{EventID: evs[i].ID}}
+		if traces != nil {
+			p.InsertOpts = &river.InsertOpts{Metadata: traceMetadata(traces[i])}
+		}
+		jobs = append(jobs, p)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	res, err := q.InsertJobs(ctx, jobs)
+	if err != nil {
+		return fmt.Errorf("enqueue fanout: %w", err)
+	}
+	for j, r := range res {
+		evs[withJob[j]].FanoutJob = r.Job.ID
+	}
+	return nil
 }
 
 // OwnTypePrefix is the prefix of the types only hookd publishes: its

@@ -44,34 +44,7 @@ type settled struct {
 func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, p profile.Profile, a attempted, jobID int64) (settled, error) {
 	out := a.out
 	now := s.now().UTC()
-	rec := store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
-	var forRiver error
-	outcome := metrics.Delivered
-	switch out.Verdict {
-	case Complete:
-		rec.State = endpoint.Delivered
-	case Snooze:
-		rec.Sent = false // Retry-After: no attempt spent
-		next := now.Add(out.Wait).UnixMicro()
-		rec.NextAttemptAt = &next
-		forRiver = river.JobSnooze(out.Wait)
-		outcome = metrics.Snoozed
-	case Retry:
-		if a.attempt >= a.maxAttempts {
-			rec.State = endpoint.Failed
-			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", a.attempt)
-			outcome = metrics.Failed
-		} else {
-			next := now.Add(p.Retry().After(a.attempt)).UnixMicro()
-			rec.NextAttemptAt = &next
-			outcome = metrics.Retry
-		}
-		forRiver = errors.New(out.Error)
-	case Discard:
-		rec.State = endpoint.Failed
-		forRiver = river.JobCancel(errors.New(out.Error))
-		outcome = metrics.Discarded
-	}
+	rec, forRiver, outcome := recordOf(d, p, a, jobID, now)
 	// Once the receiver answered, record it even if the job is being
 	// cancelled (a hard stop): otherwise a delivered event would be sent again.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -105,6 +78,41 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		s.logTransition(ep, t)
 	}
 	return settled{forRiver}, nil
+}
+
+// recordOf is what settle writes for an attempt of d (its job jobID) at
+// now, by its verdict: the attempt's row, what River does with the job
+// (settled.forRiver) and the outcome counted.
+func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64, now time.Time) (rec store.Attempt, forRiver error, outcome metrics.Outcome) {
+	out := a.out
+	rec = store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
+	outcome = metrics.Delivered
+	switch out.Verdict {
+	case Complete:
+		rec.State = endpoint.Delivered
+	case Snooze:
+		rec.Sent = false // Retry-After: no attempt spent
+		next := now.Add(out.Wait).UnixMicro()
+		rec.NextAttemptAt = &next
+		forRiver = river.JobSnooze(out.Wait)
+		outcome = metrics.Snoozed
+	case Retry:
+		if a.attempt >= a.maxAttempts {
+			rec.State = endpoint.Failed
+			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", a.attempt)
+			outcome = metrics.Failed
+		} else {
+			next := now.Add(p.Retry().After(a.attempt)).UnixMicro()
+			rec.NextAttemptAt = &next
+			outcome = metrics.Retry
+		}
+		forRiver = errors.New(out.Error)
+	case Discard:
+		rec.State = endpoint.Failed
+		forRiver = river.JobCancel(errors.New(out.Error))
+		outcome = metrics.Discarded
+	}
+	return rec, forRiver, outcome
 }
 
 // moveHealth moves the endpoint's health after an attempt (inside the
