@@ -21,16 +21,16 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 		s.owner("acme")
 		const keys = 12
 		for i := range keys {
-			must(t, s.db.Q().CreateAPIKey(s.ctx, &owner.APIKey{ID: fmt.Sprint("key_", i), OwnerID: "acme", Role: owner.Publisher,
+			must(t, s.q.CreateAPIKey(s.ctx, &owner.APIKey{ID: fmt.Sprint("key_", i), OwnerID: "acme", Role: owner.Publisher,
 				Hash: owner.HashKey(fmt.Sprint("secret-", i)), Prefix: "p", CreatedAt: t0}))
 		}
-		must(t, s.db.Q().RevokeAPIKey(s.ctx, "acme", "key_3", ts(t0.Add(day))))
+		must(t, s.q.RevokeAPIKey(s.ctx, "acme", "key_3", ts(t0.Add(day))))
 		var wg sync.WaitGroup
 		errs := make(chan error, 4*keys+8)
 		for round := range 4 {
 			for i := range keys {
 				wg.Go(func() {
-					k, err := s.db.Q().APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("secret-", i)))
+					k, err := s.q.APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("secret-", i)))
 					switch {
 					case err != nil:
 						errs <- fmt.Errorf("key %d: %w", i, err)
@@ -42,7 +42,7 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 				})
 			}
 			wg.Go(func() {
-				_, err := s.db.Q().APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("unknown-", round)))
+				_, err := s.q.APIKeyByHash(s.ctx, owner.HashKey(fmt.Sprint("unknown-", round)))
 				if apperr.CodeOf(err) != apperr.Unauthorized {
 					errs <- fmt.Errorf("unknown key: %v, want unauthorized", err)
 				}

@@ -66,11 +66,7 @@ func TestInsertDeliveries(t *testing.T) {
 }
 
 func deliveryIDs(ds []*endpoint.Delivery) []string {
-	ids := []string{}
-	for _, d := range ds {
-		ids = append(ids, d.ID)
-	}
-	return ids
+	return pluck(ds, func(d *endpoint.Delivery) string { return d.ID })
 }
 
 func sameSet(a, b []string) bool {

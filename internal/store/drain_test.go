@@ -117,7 +117,7 @@ func TestClaimFreshConcurrent(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					ids, err := s.db.Q().ClaimFresh(s.ctx, ep.ID, "", 4, now, now+20e6)
+					ids, err := s.q.ClaimFresh(s.ctx, ep.ID, "", 4, now, now+20e6)
 					if err != nil {
 						t.Errorf("ClaimFresh: %v", err)
 						return
@@ -159,7 +159,7 @@ func TestLoadAttempts(t *testing.T) {
 			s.deliveries(d)
 			ids = append(ids, d.ID)
 		}
-		got, err := s.db.Q().LoadAttempts(s.ctx, []string{ids[2], "dlv_gone", ids[0], ids[1]})
+		got, err := s.q.LoadAttempts(s.ctx, []string{ids[2], "dlv_gone", ids[0], ids[1]})
 		must(t, err)
 		if len(got) != 3 {
 			t.Fatalf("loaded %d, want 3", len(got))
@@ -169,7 +169,7 @@ func TestLoadAttempts(t *testing.T) {
 				t.Fatalf("attempt %d: delivery %s endpoint %+v owner %s event %+v", i, a.Delivery.ID, a.Endpoint, a.Owner.ID, a.Event)
 			}
 		}
-		if got, err := s.db.Q().LoadAttempts(s.ctx, nil); err != nil || got != nil {
+		if got, err := s.q.LoadAttempts(s.ctx, nil); err != nil || got != nil {
 			t.Fatalf("no ids: %v %v", got, err)
 		}
 	})

@@ -43,13 +43,21 @@ func notFoundEndpoint(id string) error {
 	return apperr.New(apperr.NotFound, "endpoint %q not found", id)
 }
 
+// encodeEndpoint returns the JSON columns of e: its event type globs and
+// its signing.
+func encodeEndpoint(e *endpoint.Endpoint) (globs []byte, signing string, err error) {
+	if globs, err = json.Marshal(e.EventTypes); err != nil {
+		return nil, "", fmt.Errorf("encode endpoint event types: %w", err)
+	}
+	if signing, err = encodeSigning(e.Signing); err != nil {
+		return nil, "", err
+	}
+	return globs, signing, nil
+}
+
 // CreateEndpoint inserts e and its lease slots.
 func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
-	globs, err := json.Marshal(e.EventTypes)
-	if err != nil {
-		return err
-	}
-	signing, err := encodeSigning(e.Signing)
+	globs, signing, err := encodeEndpoint(e)
 	if err != nil {
 		return err
 	}
@@ -84,11 +92,7 @@ func (q *Q) ListEndpoints(ctx context.Context, ownerID string, enabledOnly bool)
 // UpdateEndpoint writes e's mutable fields (url, description, globs, secret,
 // scope, enabled, reason, failing_since, max_in_flight, updated_at).
 func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
-	globs, err := json.Marshal(e.EventTypes)
-	if err != nil {
-		return err
-	}
-	signing, err := encodeSigning(e.Signing)
+	globs, signing, err := encodeEndpoint(e)
 	if err != nil {
 		return err
 	}

@@ -100,11 +100,7 @@ func TestEndpoints(t *testing.T) {
 }
 
 func endpointIDs(es []*endpoint.Endpoint) []string {
-	var ids []string
-	for _, e := range es {
-		ids = append(ids, e.ID)
-	}
-	return ids
+	return pluck(es, func(e *endpoint.Endpoint) string { return e.ID })
 }
 
 // TestDeleteEndpointCascades: an endpoint's deliveries and lease slots go
@@ -117,11 +113,11 @@ func TestDeleteEndpointCascades(t *testing.T) {
 		kept := s.endpoint("acme", 1)
 		ev := s.event("acme")
 		s.deliveries(newDelivery("acme", gone.ID, ev.ID, t0), newDelivery("acme", kept.ID, ev.ID, t0))
-		if _, ok, err := s.db.Q().TakeLease(s.ctx, gone.ID, 7, ts(t0), ts(t0.Add(time.Minute))); err != nil || !ok {
+		if _, ok, err := s.q.TakeLease(s.ctx, gone.ID, 7, ts(t0), ts(t0.Add(time.Minute))); err != nil || !ok {
 			t.Fatalf("TakeLease: %v %v", ok, err)
 		}
 
-		must(t, s.db.Q().DeleteEndpoint(s.ctx, "acme", gone.ID))
+		must(t, s.q.DeleteEndpoint(s.ctx, "acme", gone.ID))
 
 		for table, want := range map[string][2]int{
 			"hookd_deliveries":      {0, 1},
@@ -134,10 +130,10 @@ func TestDeleteEndpointCascades(t *testing.T) {
 				t.Errorf("%s: %d rows of the other endpoint, want %d", table, n, want[1])
 			}
 		}
-		if _, err := s.db.Q().GetEvent(s.ctx, "acme", ev.ID); err != nil {
+		if _, err := s.q.GetEvent(s.ctx, "acme", ev.ID); err != nil {
 			t.Fatalf("the event went with the endpoint: %v", err)
 		}
-		_, err := s.db.Q().FindDelivery(s.ctx, gone.ID, ev.ID)
+		_, err := s.q.FindDelivery(s.ctx, gone.ID, ev.ID)
 		wantCode(t, err, apperr.NotFound)
 	})
 }

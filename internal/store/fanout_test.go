@@ -99,11 +99,7 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 }
 
 func eventIDs(evs []*event.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
+	return pluck(evs, func(e *event.Event) string { return e.ID })
 }
 
 // TestInsertEvents: a batch is written a few hundred per statement; an
@@ -114,7 +110,7 @@ func TestInsertEvents(t *testing.T) {
 	setup(t, func(t *testing.T, s *bundle) {
 		s.owner("acme")
 		earlier := newEvent("acme", "k-old", t0)
-		if _, _, err := s.db.Q().InsertEvent(s.ctx, earlier); err != nil {
+		if _, _, err := s.q.InsertEvent(s.ctx, earlier); err != nil {
 			t.Fatal(err)
 		}
 		var evs []*event.Event
@@ -128,7 +124,7 @@ func TestInsertEvents(t *testing.T) {
 			}
 			evs = append(evs, newEvent("acme", key, t0.Add(time.Duration(i)*time.Millisecond)))
 		}
-		res, err := s.db.Q().InsertEvents(s.ctx, evs)
+		res, err := s.q.InsertEvents(s.ctx, evs)
 		must(t, err)
 		if len(res) != len(evs) {
 			t.Fatalf("%d results for %d events", len(res), len(evs))
@@ -159,7 +155,7 @@ func TestLockEvent(t *testing.T) {
 	setup(t, func(t *testing.T, s *bundle) {
 		s.owner("acme")
 		e := s.event("acme")
-		ok, err := s.db.Q().LockEvent(s.ctx, e.ID)
+		ok, err := s.q.LockEvent(s.ctx, e.ID)
 		must(t, err)
 		if !ok {
 			t.Fatal("a free event was not locked")

@@ -137,7 +137,7 @@ func TestLeaseConcurrentTakers(t *testing.T) {
 					defer wg.Done()
 					<-start
 					h := int64(round*takers + i + 1)
-					slot, ok, err := s.db.Q().TakeLease(s.ctx, ep.ID, h, now, until)
+					slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, h, now, until)
 					res[i] = take{h, slot, ok, err}
 				}()
 			}
@@ -155,7 +155,7 @@ func TestLeaseConcurrentTakers(t *testing.T) {
 			if len(winners) != 1 {
 				t.Fatalf("round %d: %d takers won one slot, want exactly 1", round, len(winners))
 			}
-			must(t, s.db.Q().ReleaseLease(s.ctx, ep.ID, winners[0].slot, winners[0].holder))
+			must(t, s.q.ReleaseLease(s.ctx, ep.ID, winners[0].slot, winners[0].holder))
 		}
 	})
 }
@@ -180,7 +180,7 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 					defer wg.Done()
 					<-start
 					h := int64(round*takers + i + 1)
-					slot, ok, err := s.db.Q().TakeLease(s.ctx, ep.ID, h, now, now+30e6)
+					slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, h, now, now+30e6)
 					if err != nil {
 						t.Errorf("TakeLease: %v", err)
 						return
@@ -201,7 +201,7 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 				if len(holders) != 1 || slot < 0 || slot >= slots {
 					t.Fatalf("round %d: slot %d taken by %v", round, slot, holders)
 				}
-				must(t, s.db.Q().ReleaseLease(s.ctx, ep.ID, slot, holders[0]))
+				must(t, s.q.ReleaseLease(s.ctx, ep.ID, slot, holders[0]))
 			}
 		}
 	})

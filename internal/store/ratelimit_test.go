@@ -56,7 +56,7 @@ func TestTakeRate(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				ok, wait, err := s.db.Q().TakeRate(s.ctx, fresh.ID, now, iv)
+				ok, wait, err := s.q.TakeRate(s.ctx, fresh.ID, now, iv)
 				switch {
 				case err != nil:
 					t.Error(err)

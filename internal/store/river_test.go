@@ -53,7 +53,7 @@ func TestInsertJobsInTx(t *testing.T) {
 		if _, err := s.db.NewRiver(&river.Config{}); err != nil { // insert-only: no workers
 			t.Fatal(err)
 		}
-		if _, err := s.db.Q().InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{}}}); err == nil {
+		if _, err := s.q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{}}}); err == nil {
 			t.Fatal("InsertJobs outside a transaction succeeded")
 		}
 

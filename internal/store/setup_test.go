@@ -161,6 +161,15 @@ func (s *bundle) jobs(n int) []int64 {
 	return ids
 }
 
+// pluck returns f of each of xs: the ids a test compares.
+func pluck[T any](xs []T, f func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
 // --- assertions ---
 
 func wantCode(t testing.TB, err error, code apperr.Code) {

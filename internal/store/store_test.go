@@ -68,11 +68,7 @@ func TestOwners(t *testing.T) {
 }
 
 func ownerIDs(list []*owner.Owner) []string {
-	var ids []string
-	for _, o := range list {
-		ids = append(ids, o.ID)
-	}
-	return ids
+	return pluck(list, func(o *owner.Owner) string { return o.ID })
 }
 
 // TestDeleteOwnerCascades: deleting an owner removes its keys, endpoints
@@ -84,16 +80,16 @@ func TestDeleteOwnerCascades(t *testing.T) {
 		endpoints := map[string]string{}
 		for _, id := range []string{"gone", "kept"} {
 			s.owner(id)
-			must(t, s.db.Q().CreateAPIKey(s.ctx, &owner.APIKey{ID: "key_" + id, OwnerID: id, Role: owner.Admin, Hash: owner.HashKey(id), Prefix: "hkd_", CreatedAt: t0}))
-			must(t, s.db.Q().PutEventType(s.ctx, &event.Type{OwnerID: id, Name: "invoice.paid", Exposure: event.Webhook, CreatedAt: t0}))
+			must(t, s.q.CreateAPIKey(s.ctx, &owner.APIKey{ID: "key_" + id, OwnerID: id, Role: owner.Admin, Hash: owner.HashKey(id), Prefix: "hkd_", CreatedAt: t0}))
+			must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: id, Name: "invoice.paid", Exposure: event.Webhook, CreatedAt: t0}))
 			ep := s.endpoint(id, 2)
 			endpoints[id] = ep.ID
 			ev := s.event(id)
 			s.deliveries(newDelivery(id, ep.ID, ev.ID, t0))
 		}
-		must(t, s.db.Q().PutEventType(s.ctx, &event.Type{Name: "shared.type", Exposure: event.Webhook, CreatedAt: t0}))
+		must(t, s.q.PutEventType(s.ctx, &event.Type{Name: "shared.type", Exposure: event.Webhook, CreatedAt: t0}))
 
-		must(t, s.db.Q().DeleteOwner(s.ctx, "gone"))
+		must(t, s.q.DeleteOwner(s.ctx, "gone"))
 
 		for _, c := range []struct {
 			table string
@@ -189,11 +185,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func keyIDs(ks []*owner.APIKey) []string {
-	var ids []string
-	for _, k := range ks {
-		ids = append(ids, k.ID)
-	}
-	return ids
+	return pluck(ks, func(k *owner.APIKey) string { return k.ID })
 }
 
 func ts(t time.Time) int64 { return t.UnixMicro() }
@@ -258,11 +250,7 @@ func TestEventTypes(t *testing.T) {
 }
 
 func typeKeys(ts []*event.Type) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, t.OwnerID+"/"+t.Name+"/"+string(t.Exposure))
-	}
-	return out
+	return pluck(ts, func(t *event.Type) string { return t.OwnerID + "/" + t.Name + "/" + string(t.Exposure) })
 }
 
 // --- events ---
@@ -373,7 +361,7 @@ func TestMigrateIdempotent(t *testing.T) {
 		if want := migrationFiles(t); n != want {
 			t.Fatalf("MigrationCount = %d after migrating three times, want %d (each migration once)", n, want)
 		}
-		if _, err := s.db.Q().GetOwner(s.ctx, "acme"); err != nil {
+		if _, err := s.q.GetOwner(s.ctx, "acme"); err != nil {
 			t.Fatalf("data lost by re-migrating: %v", err)
 		}
 	})
