@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookd/hookd/internal/hookdtest"
 )
 
 // arrivals is a receiver that records, per URL path, every request's
@@ -22,6 +24,7 @@ type arrivals struct {
 	mu      sync.Mutex
 	got     map[string][]arrival
 	respond func(path, id string, nth int) int // the status to answer (nth: this id's nth request)
+	arrived chan struct{}                      // fires after a request is recorded (one pending signal at most)
 }
 
 type arrival struct {
@@ -31,7 +34,7 @@ type arrival struct {
 }
 
 func newArrivals(t *testing.T) *arrivals {
-	a := &arrivals{got: map[string][]arrival{}, respond: func(string, string, int) int { return http.StatusNoContent }}
+	a := &arrivals{got: map[string][]arrival{}, respond: func(string, string, int) int { return http.StatusNoContent }, arrived: make(chan struct{}, 1)}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		at := time.Now()
@@ -46,6 +49,10 @@ func newArrivals(t *testing.T) *arrivals {
 		status := a.respond(r.URL.Path, id, nth)
 		a.got[r.URL.Path] = append(a.got[r.URL.Path], arrival{id: id, at: at, status: status})
 		a.mu.Unlock()
+		select {
+		case a.arrived <- struct{}{}:
+		default:
+		}
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(a.srv.Close)
@@ -67,20 +74,19 @@ func (a *arrivals) firstOKs(path string) []arrival {
 	return out
 }
 
+// waitOKs waits until n ids have had a 2xx at path, checking on each
+// arrival (and that the processes are alive), failing after d.
 func (a *arrivals) waitOKs(t *testing.T, path string, n int, d time.Duration, alive func(*testing.T)) []arrival {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		got := a.firstOKs(path)
-		if len(got) >= n {
-			return got
-		}
+	var got []arrival
+	if !hookdtest.WaitFor(d, a.arrived, func() bool {
 		alive(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d of %d events delivered within %v", path, len(got), n, d)
-		}
-		time.Sleep(50 * time.Millisecond)
+		got = a.firstOKs(path)
+		return len(got) >= n
+	}) {
+		t.Fatalf("%s: %d of %d events delivered within %v", path, len(got), n, d)
 	}
+	return got
 }
 
 // TestScaleOutRateLimit: three worker processes share one endpoint's rate
