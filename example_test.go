@@ -111,7 +111,7 @@ func ExampleHookd_PublishTx() {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback() // a no-op after Commit
+		defer func() { _ = tx.Rollback() }() // a no-op after Commit (sql.ErrTxDone)
 		res, err := tx.ExecContext(ctx, `INSERT INTO orders (total) VALUES (?)`, total)
 		if err != nil {
 			return err
@@ -173,7 +173,11 @@ func ExampleHookd_AddWorkers() {
 	if err := client.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer client.Stop(ctx)
+	defer func() {
+		if err := client.Stop(ctx); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	// A receiver, and an endpoint for it.
 	got := make(chan *http.Request, 1)

@@ -102,19 +102,19 @@ func TestFailureNotificationsAndLogs(t *testing.T) {
 		failing.Lock()
 		first := b.publish("n.thing", `{"marker":"`+bodyMarker+`"}`)
 		b.waitDelivery(epFlaky.ID, first, 10*time.Second, func(d deliveryOut) bool { return d.Attempts == 1 })
-		got := watcher.waitFor(t, 1, 10*time.Second) // failing
+		watcher.waitFor(t, 1, 10*time.Second) // failing
 		failing.Unlock()
 		b.retryNow(b.jobOf(epFlaky.ID, first))
 		b.waitDelivery(epFlaky.ID, first, 10*time.Second, func(d deliveryOut) bool { return d.State == "delivered" })
-		got = watcher.waitFor(t, 2, 10*time.Second) // recovered
+		watcher.waitFor(t, 2, 10*time.Second) // recovered
 
 		failing.Lock()
 		second := b.publish("n.thing", `{}`)
 		b.waitDelivery(epFlaky.ID, second, 10*time.Second, func(d deliveryOut) bool { return d.Attempts == 1 })
-		got = watcher.waitFor(t, 3, 10*time.Second) // failing again
+		watcher.waitFor(t, 3, 10*time.Second) // failing again
 		b.clock.Advance(5*24*time.Hour + time.Minute)
 		b.retryNow(b.jobOf(epFlaky.ID, second))
-		got = watcher.waitFor(t, 4, 10*time.Second) // disabled
+		got := watcher.waitFor(t, 4, 10*time.Second) // disabled
 		if ep := b.getEndpoint(epFlaky.ID); ep.Enabled {
 			t.Fatalf("endpoint still enabled after 5 days of failure: %+v", ep)
 		}

@@ -82,8 +82,8 @@ func checkPaced(t *testing.T, what string, at []time.Time, rate, n int) {
 		t.Fatalf("%s: %d arrivals, want %d", what, len(at), n)
 	}
 	span := at[n-1].Sub(at[0])
-	if min := time.Duration(n/rate-1) * time.Second; span < min {
-		t.Fatalf("%s: %d arrivals in %v, want at least %v at %d/s", what, n, span, min, rate)
+	if least := time.Duration(n/rate-1) * time.Second; span < least {
+		t.Fatalf("%s: %d arrivals in %v, want at least %v at %d/s", what, n, span, least, rate)
 	}
 	for i := rate; i < n; i++ {
 		if d := at[i].Sub(at[i-rate]); d < time.Second {

@@ -244,7 +244,8 @@ func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
 		for i := 1; i <= others; i++ {
 			go publish(i)
 		}
-		for n := 0; n < others; n = <-queued {
+		for n := 0; n < others; {
+			n = <-queued
 		}
 		close(release)
 		wg.Wait()

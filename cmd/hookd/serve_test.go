@@ -176,7 +176,7 @@ type holdingReceiver struct {
 func newHoldingReceiver(t *testing.T) *holdingReceiver {
 	h := &holdingReceiver{got: make(chan http.Header, 100), release: make(chan struct{})}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		h.got <- r.Header.Clone()
 		select {
 		case <-h.release:
@@ -282,7 +282,9 @@ func TestServeCatalog(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cat := filepath.Join(dir, "catalog.yaml")
-	os.WriteFile(cat, []byte("event_types:\n  - name: invoice.paid\n    exposure: webhook\n    description: An invoice was paid.\n  - name: audit.log\n"), 0o644)
+	if err := os.WriteFile(cat, []byte("event_types:\n  - name: invoice.paid\n    exposure: webhook\n    description: An invoice was paid.\n  - name: audit.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	key := createKey(t, dir)
 	p := startServe(t, dir, "--catalog", "standmeet,"+cat)
 	out := call(t, p, key, "GET", "/api/admin/webhooks/event_types", "", 200)
@@ -294,7 +296,9 @@ func TestServeCatalog(t *testing.T) {
 		t.Fatalf("%d webhook event types %s: want standmeet's 39 (corpus.note.changed scoped), invoice.paid and hookd's 3 failure notifications", n, raw)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("- name: Bad Name\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("- name: Bad Name\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(serveBinary(t), "serve", "--db", filepath.Join(dir, "x.db"), "--catalog", bad, "--addr", "127.0.0.1:0")
 	msg, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "Bad Name") {

@@ -31,13 +31,12 @@ const chromium = "/usr/bin/chromium"
 // site is one running hookd (workers on) behind a real HTTP server, with
 // owners acme (admin key), bob (admin key) and an operator key.
 type site struct {
-	t        *testing.T
-	h        *parts.Parts
-	srv      *httptest.Server
-	logs     *hookdtest.Logs   // hookd's log: a line per recorded attempt
-	keys     map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
-	testType string
-	prefix   string // where hookd is mounted ("": its own Handler at the root)
+	t      *testing.T
+	h      *parts.Parts
+	srv    *httptest.Server
+	logs   *hookdtest.Logs   // hookd's log: a line per recorded attempt
+	keys   map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
+	prefix string            // where hookd is mounted ("": its own Handler at the root)
 }
 
 var catalog = []hookd.EventType{
@@ -63,7 +62,7 @@ func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 	logs := hookdtest.NewLogs()
 	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
 	h := hookdtest.Open(t, cfg)
-	var handler http.Handler = h.Handler()
+	handler := h.Handler()
 	if prefix != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the app") })
