@@ -60,7 +60,7 @@ func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
 	cfg.EventTypes = catalog
 	cfg.BusySnooze = 100 * time.Millisecond
 	logs := hookdtest.NewLogs()
-	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Log = logs.Logger(slog.LevelInfo)
 	h := hookdtest.Open(t, cfg)
 	handler := h.Handler()
 	if prefix != "" {

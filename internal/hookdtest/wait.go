@@ -2,6 +2,7 @@ package hookdtest
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -71,3 +72,9 @@ func (l *Logs) String() string {
 
 // Wrote fires after a write (one pending signal at most).
 func (l *Logs) Wrote() <-chan struct{} { return l.wrote }
+
+// Logger returns a text logger into l for lines at level and above: a
+// test's hookd.Config.Log.
+func (l *Logs) Logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level}))
+}

@@ -53,7 +53,7 @@ func newWorld(t *testing.T, eng dbtest.Engine) *world {
 	ctx := context.Background()
 	logs := hookdtest.NewLogs()
 	cfg := hookdtest.Config(eng.Config(t))
-	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Log = logs.Logger(slog.LevelInfo)
 	h, api := hookdtest.Start(t, cfg)
 	w := &world{t: t, h: h, api: api, keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: h.Ops.Ops(), received: make(chan struct{}, 100), logs: logs}
 	w.receiver = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

@@ -41,7 +41,7 @@ type bundle struct {
 func setup(t *testing.T, eng dbtest.Engine) *bundle {
 	t.Helper()
 	logs := hookdtest.NewLogs()
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := logs.Logger(slog.LevelDebug)
 	cfg := hookdtest.Config(eng.Config(t))
 	cfg.Log = log
 	h, api := hookdtest.Start(t, cfg)
