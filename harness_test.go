@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -115,6 +116,9 @@ type bundle struct {
 	key   string
 	clock *clock
 	dbc   store.Config
+	// wake fires when hookd logs a line, such as a recorded attempt (nil
+	// when the test logs hookd elsewhere).
+	wake <-chan struct{}
 }
 
 type setupOpts struct {
@@ -142,8 +146,15 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 	cfg.Work = !o.noWork
 	cfg.Now = clk.Now
 	cfg.BusySnooze = 100 * time.Millisecond
+	logs := hookdtest.NewLogs()
+	ours := logs.Logger(slog.LevelInfo)
+	cfg.Log = ours
 	if o.mutate != nil {
 		o.mutate(&cfg)
+	}
+	var wake <-chan struct{}
+	if cfg.Log == ours {
+		wake = logs.Wrote()
 	}
 	h, api := hookdtest.Start(t, cfg)
 	ctx := context.Background()
@@ -151,7 +162,7 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, h: h, api: api, key: key, clock: clk, dbc: dbc}
+	return &bundle{t: t, h: h, api: api, key: key, clock: clk, dbc: dbc, wake: wake}
 }
 
 // do sends a JSON request with the admin key and decodes the answer into out
@@ -264,12 +275,13 @@ func eventually(d time.Duration, cond func() bool) bool {
 	return hookdtest.WaitFor(d, nil, cond)
 }
 
-// waitDelivery polls an endpoint's delivery of eventID until cond holds
-// (bounded by d): the engine settles after the receiver answers.
+// waitDelivery checks an endpoint's delivery of eventID until cond holds
+// (bounded by d): the engine settles after the receiver answers, and logs
+// the attempt once it is recorded, so each log line wakes the check.
 func (b *bundle) waitDelivery(epID, eventID string, d time.Duration, cond func(deliveryOut) bool) deliveryOut {
 	b.t.Helper()
 	var last deliveryOut
-	ok := eventually(d, func() bool {
+	ok := hookdtest.WaitFor(d, b.wake, func() bool {
 		for _, dl := range b.deliveries(epID) {
 			if dl.EventID == eventID {
 				last = dl
