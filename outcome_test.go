@@ -102,6 +102,7 @@ func TestOutcomeTable(t *testing.T) {
 		{"429 without Retry-After", status(429), "retry", "retry", 0},
 		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", "snooze", 120 * time.Second},
 		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", "snooze", 30 * time.Second},
+		{"429 with Retry-After over the 1 h cap", status(429, "Retry-After", "7200"), "snooze", "snooze", time.Hour},
 		{"400", status(400), "discard", "retry", 0},
 		{"401", status(401), "discard", "retry", 0},
 		{"403", status(403), "discard", "retry", 0},
