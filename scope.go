@@ -18,7 +18,7 @@ import (
 // Events on raw:// subjects never reach it: they never leave hookd.
 type ScopeFunc func(ctx context.Context, source string, ev Event) (bool, error)
 
-// source adapts f to the engine's scope source (nil stays nil: fail closed).
+// source adapts f to the delivery service's scope source (nil stays nil: fail closed).
 func (f ScopeFunc) source() scope.Source {
 	if f == nil {
 		return nil

@@ -1,5 +1,5 @@
 // Package metrics is hookd's Prometheus instrumentation: the counters and
-// histograms the engine bumps on its hot path (children resolved once, at
+// histograms the delivery service bumps on its hot path (children resolved once, at
 // start, so a delivery costs an atomic add and a histogram bucket), and a
 // collector that reads the backlog, the endpoints' states and River's queue
 // depth from the database at scrape time only. The series are documented in
@@ -34,7 +34,7 @@ func (o Outcome) String() string { return outcomeNames[o] }
 
 // Config configures the metrics.
 type Config struct {
-	// Profiles are the profile names the engine knows: their label
+	// Profiles are the profile names the delivery service knows: their label
 	// children are made up front.
 	Profiles []string
 	// OwnerLabels adds owner (and, on deliveries, endpoint) labels. Off by

@@ -59,7 +59,7 @@ func (in *PublishIn) event(ownerID string) *event.Event {
 }
 
 // publish shares its transaction with the single publishes in flight
-// beside it (the engine's group commit): most producers publish one event
+// beside it (the delivery service's group commit): most producers publish one event
 // per request, and one commit per event is what bounds them.
 func (s *Service) publish(ctx context.Context, p Principal, in *PublishIn) (*delivery.Published, error) {
 	out, err := s.Delivery.PublishOne(ctx, in.event(p.OwnerID))

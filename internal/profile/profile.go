@@ -1,7 +1,7 @@
 // Package profile holds hookd's wire contracts. A profile decides everything
 // a receiver sees and how hard hookd tries: envelope, signature headers,
 // retry schedule, per-endpoint concurrency, test event, delivery-log window.
-// The engine asks the owner's profile and never branches on its name.
+// The delivery service asks the owner's profile and never branches on its name.
 package profile
 
 import (
