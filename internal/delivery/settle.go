@@ -44,7 +44,7 @@ type settled struct {
 func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, p profile.Profile, a attempted, jobID int64) (settled, error) {
 	out := a.out
 	now := s.now().UTC()
-	rec, forRiver, outcome := recordOf(d, p, a, jobID, now)
+	rec, res, outcome := recordOf(d, p, a, jobID, now)
 	// Once the receiver answered, record it even if the job is being
 	// cancelled (a hard stop): otherwise a delivered event would be sent again.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -77,13 +77,13 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	for _, t := range moved {
 		s.logTransition(ep, t)
 	}
-	return settled{forRiver}, nil
+	return res, nil
 }
 
 // recordOf is what settle writes for an attempt of d (its job jobID) at
-// now, by its verdict: the attempt's row, what River does with the job
-// (settled.forRiver) and the outcome counted.
-func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64, now time.Time) (rec store.Attempt, forRiver error, outcome metrics.Outcome) {
+// now, by its verdict: the attempt's row, what River does with the job,
+// and the outcome counted.
+func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64, now time.Time) (rec store.Attempt, res settled, outcome metrics.Outcome) {
 	out := a.out
 	rec = store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
 	outcome = metrics.Delivered
@@ -94,7 +94,7 @@ func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64,
 		rec.Sent = false // Retry-After: no attempt spent
 		next := now.Add(out.Wait).UnixMicro()
 		rec.NextAttemptAt = &next
-		forRiver = river.JobSnooze(out.Wait)
+		res.forRiver = river.JobSnooze(out.Wait)
 		outcome = metrics.Snoozed
 	case Retry:
 		if a.attempt >= a.maxAttempts {
@@ -106,13 +106,13 @@ func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64,
 			rec.NextAttemptAt = &next
 			outcome = metrics.Retry
 		}
-		forRiver = errors.New(out.Error)
+		res.forRiver = errors.New(out.Error)
 	case Discard:
 		rec.State = endpoint.Failed
-		forRiver = river.JobCancel(errors.New(out.Error))
+		res.forRiver = river.JobCancel(errors.New(out.Error))
 		outcome = metrics.Discarded
 	}
-	return rec, forRiver, outcome
+	return rec, res, outcome
 }
 
 // moveHealth moves the endpoint's health after an attempt (inside the
