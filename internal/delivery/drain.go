@@ -232,7 +232,11 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 	}
 	// The endpoint stopped answering 2xx: settle this one now (it moves the
 	// endpoint's health) and leave the rest to their jobs. On an ordered
-	// endpoint a discard lets the next go: go on.
+	// endpoint a discard lets the next go: go on. The drain's earlier
+	// successes are recorded first, so the log never shows this failure
+	// beside an earlier delivery still pending (an ordered endpoint's head
+	// is the failing one as soon as the failure shows).
+	r.rec.wait()
 	if _, err := s.settle(ctx, a.Endpoint, d, a.Event, p, one, 0); err != nil {
 		s.log.Warn("recording a drained delivery's failure failed; its own job sends it again", "delivery", d.ID, "error", err)
 	}
