@@ -11,7 +11,7 @@ import (
 	"github.com/hookd/hookd/webhook"
 )
 
-// TestEndpointStateMachine walks seed 000's endpoint diagram: enabled →
+// TestEndpointStateMachine walks the standard profile's endpoint diagram: enabled →
 // failing (any non-success) → disabled after 5 days of continuous failure →
 // enabled again by the owner, which clears the failure.
 func TestEndpointStateMachine(t *testing.T) {

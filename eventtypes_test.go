@@ -9,7 +9,7 @@ import (
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
-// standmeetEvents is one realistic, thin event of each of seed 000's 39
+// standmeetEvents is one realistic, thin event of each of the standard profile's 39
 // types (subject + ids, never a body), keyed by type. webhook.test is sent
 // with send_test, the one way it is ever sent.
 var standmeetEvents = map[string]struct{ subject, data string }{
@@ -55,7 +55,7 @@ var standmeetEvents = map[string]struct{ subject, data string }{
 
 func withStandmeet(c *hookd.Config) { c.Catalogs = []string{"standmeet"} }
 
-// TestWebhookEventTypes is seed 000's webhook-event-types e2e: each of the
+// TestWebhookEventTypes is the standard profile's webhook-event-types e2e: each of the
 // 39 types once (webhook.test through send_test, the only way it is sent);
 // a "*" endpoint receives exactly those 39, each once. A type left
 // internal reaches no endpoint, and the test event reaches only the

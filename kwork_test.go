@@ -1,6 +1,6 @@
 package hookd_test
 
-// Tests of seed 002, the kwork profile, end to end: real deliveries through
+// Tests of the kwork profile, end to end: real deliveries through
 // hookd on SQLite and PostgreSQL to real HTTP receivers.
 
 import (
@@ -16,8 +16,8 @@ import (
 )
 
 // TestKworkSeedReceiverAcceptsEveryDelivery: a receiver written exactly as
-// seed 002 tells developers to write one accepts every kind of kwork
-// delivery hookd makes, and the envelope carries what the seed says.
+// the kwork profile's specification tells developers to write one accepts every kind of kwork
+// delivery hookd makes, and the envelope carries what the specification says.
 func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
@@ -52,7 +52,7 @@ func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 				seed.mu.Lock()
 				rejected := slices.Clone(seed.rejected)
 				seed.mu.Unlock()
-				t.Fatalf("%s not accepted by the seed's receiver: %+v; rejections: %v", s.typ, d, rejected)
+				t.Fatalf("%s not accepted by the kwork specification's receiver: %+v; rejections: %v", s.typ, d, rejected)
 			}
 		}
 		seed.mu.Lock()
@@ -95,7 +95,7 @@ func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 	})
 }
 
-// lifecycle is seed 002's app lifecycle events with their example data.
+// lifecycle is the kwork profile's app lifecycle events with their example data.
 var lifecycle = []struct{ typ, data string }{
 	{"app.installed", `{"version":"1.0.0","scopes":["tables.base:read"]}`},
 	{"app.upgraded", `{"from":"1.0.0","to":"1.1.0","scopes":["tables.base:read"]}`},
@@ -165,7 +165,7 @@ func TestKworkLifecycleRouting(t *testing.T) {
 	})
 }
 
-// TestKworkPageAppNeverGetsScopesChanged: seed 002 — app.scopes_changed "只发给
+// TestKworkPageAppNeverGetsScopesChanged: the kwork profile — app.scopes_changed "只发给
 // 没有页面的后端应用（integration）… 有页面的应用 … 收不到这个事件". A page app
 // never gets it, even from a subscription that lists it or matches it by glob.
 func TestKworkPageAppNeverGetsScopesChanged(t *testing.T) {

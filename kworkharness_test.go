@@ -2,7 +2,7 @@ package hookd_test
 
 // The kwork test harness: owners with app attributes, subscriptions and
 // kwork publishing on a bundle, envelope checks, and a receiver written the
-// way seed 002 tells developers to write one.
+// way the kwork profile's specification tells developers to write one.
 
 import (
 	"bytes"
@@ -146,7 +146,7 @@ func (b *bundle) exhaust(epID, eventID string) deliveryOut {
 	return deliveryOut{}
 }
 
-// kworkEnvelope is seed 002's envelope.
+// kworkEnvelope is the kwork profile's envelope.
 type kworkEnvelope struct {
 	ID          string          `json:"id"`
 	Type        string          `json:"type"`
@@ -158,7 +158,7 @@ type kworkEnvelope struct {
 	Data        json.RawMessage `json:"data"`
 }
 
-// checkKwork checks one kwork request the way seed 002 says a receiver
+// checkKwork checks one kwork request the way the kwork profile's specification says a receiver
 // does (the reference verifyPlainHMAC and the SDK's VerifyWebhook), that it
 // has the three X-Kwork headers and no standard ones, and that its body is
 // exactly the eight-field envelope. It returns the envelope.
@@ -166,7 +166,7 @@ func checkKwork(t *testing.T, secret string, r receipt) kworkEnvelope {
 	t.Helper()
 	sig := r.Header.Get("X-Kwork-Signature")
 	if !kworkref.VerifyPlainHMAC(r.Body, sig, secret, 300*time.Second) {
-		t.Fatalf("seed's verifyPlainHMAC rejects the delivery: %s %s", sig, r.Body)
+		t.Fatalf("the kwork specification's verifyPlainHMAC rejects the delivery: %s %s", sig, r.Body)
 	}
 	if _, err := webhook.VerifyWebhook(r.Body, sig, secret, 300*time.Second); err != nil {
 		t.Fatalf("webhook.VerifyWebhook: %v", err)
@@ -221,7 +221,7 @@ func compact(t *testing.T, s string) string {
 	return buf.String()
 }
 
-// seedReceiver runs seed 002's Go webhookHandler, transcribed: the SDK call
+// seedReceiver runs the kwork profile's Go webhookHandler, transcribed: the SDK call
 // raise.VerifyWebhook is hookd's webhook.VerifyWebhook (same signature), and
 // the reference verifyPlainHMAC must agree with it on every request.
 type seedReceiver struct {

@@ -227,7 +227,7 @@ func TestKworkParallelDeliveries(t *testing.T) {
 }
 
 // TestKworkSendTestOnFailingSubscription: send_test exists to check the
-// address and the signature check (seed 002), which is what an owner does
+// address and the signature check (the kwork profile), which is what an owner does
 // right after fixing a failing receiver. The test event must go out then,
 // not after the 5-minute cooldown a failing endpoint puts on new events.
 func TestKworkSendTestOnFailingSubscription(t *testing.T) {

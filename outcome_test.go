@@ -83,8 +83,8 @@ var outcomeProfiles = []profileCase{
 		func(t *testing.T, secret string, r receipt) { checkKwork(t, secret, r) }, "X-Kwork-Delivery"},
 }
 
-// TestOutcomeTable walks every row of seed 000's delivery outcomes, with a
-// column per profile: kwork (seed 002) retries every non-2xx, 4xx included.
+// TestOutcomeTable walks every row of the standard profile's delivery outcomes, with a
+// column per profile: kwork (the kwork profile) retries every non-2xx, 4xx included.
 func TestOutcomeTable(t *testing.T) {
 	t.Parallel()
 	type row struct {

@@ -78,7 +78,7 @@ func FuzzVerifyStandard(f *testing.F) {
 }
 
 // FuzzParseKworkHeader checks the kwork parser and verifier against the
-// seed's reference: both must accept exactly the same inputs.
+// kwork specification's reference check (internal/kworkref): both must accept exactly the same inputs.
 func FuzzParseKworkHeader(f *testing.F) {
 	const secret = kworkSecret
 	const ts = int64(1793188800)

@@ -10,7 +10,7 @@ import (
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
-// TestKworkSubscriptions: a kwork owner sees seed 002's words, creates a
+// TestKworkSubscriptions: a kwork owner sees the kwork profile's words, creates a
 // subscription, sends open.ping, and reads its delivery records.
 func TestKworkSubscriptions(t *testing.T) {
 	t.Parallel()

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// seed000Types is seed 000's table of webhook-visible types, in its order.
-var seed000Types = strings.Fields(`corpus.note.changed webhook.test
+// standardTypes is the standard profile's table of webhook-visible types, in its order.
+var standardTypes = strings.Fields(`corpus.note.changed webhook.test
 	access_request.created access_request.approved access_request.status_changed
 	code.issued code.revoked code.redeemed
 	conversation.started conversation.message conversation.pruned ghost.accepted
@@ -21,19 +21,19 @@ var seed000Types = strings.Fields(`corpus.note.changed webhook.test
 
 func TestStandmeetCatalog(t *testing.T) {
 	t.Parallel()
-	if len(seed000Types) != 39 {
-		t.Fatalf("the seed's table has %d types here, want 39", len(seed000Types))
+	if len(standardTypes) != 39 {
+		t.Fatalf("the standard profile's table has %d types here, want 39", len(standardTypes))
 	}
 	c, ok := BuiltinCatalog("standmeet")
 	if !ok {
 		t.Fatal("no built-in catalog standmeet")
 	}
-	if len(c) != len(seed000Types) {
-		t.Fatalf("standmeet has %d types, want %d", len(c), len(seed000Types))
+	if len(c) != len(standardTypes) {
+		t.Fatalf("standmeet has %d types, want %d", len(c), len(standardTypes))
 	}
 	for i, typ := range c {
-		if typ.Name != seed000Types[i] {
-			t.Errorf("type %d is %q, want %q", i, typ.Name, seed000Types[i])
+		if typ.Name != standardTypes[i] {
+			t.Errorf("type %d is %q, want %q", i, typ.Name, standardTypes[i])
 		}
 		if err := ValidateTypeName(typ.Name); err != nil {
 			t.Error(err)

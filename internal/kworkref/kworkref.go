@@ -1,6 +1,6 @@
 // Package kworkref holds the kwork profile's reference receiver check, as
-// the seed (shared/seeds/002_07d91ea8c097e7b3.txt, "原生 HMAC 验签参考实现")
-// tells developers to write it. Tests hold hookd's signatures and the SDK's
+// the kwork profile's specification ("原生 HMAC 验签参考实现"; docs/design.md
+// cites it) tells developers to write it. Tests hold hookd's signatures and the SDK's
 // verifier to it; it is the one copy of that text in this module.
 package kworkref
 
@@ -13,14 +13,14 @@ import (
 	"time"
 )
 
-// VerifyPlainHMAC is the seed's verifyPlainHMAC: it reports whether
+// VerifyPlainHMAC is the kwork specification's verifyPlainHMAC: it reports whether
 // sigHeader ("t=<unix>,v1=<hex>") signs body with secret and its timestamp
 // is within tolerance of now.
 func VerifyPlainHMAC(body []byte, sigHeader, secret string, tolerance time.Duration) bool {
 	return VerifyPlainHMACAt(body, sigHeader, secret, tolerance, time.Now())
 }
 
-// VerifyPlainHMACAt is the seed's verifyPlainHMAC, transcribed verbatim
+// VerifyPlainHMACAt is the kwork specification's verifyPlainHMAC, transcribed verbatim
 // except that time.Since(x) reads now.Sub(x), for boundary and fuzz
 // comparisons at a fixed clock.
 func VerifyPlainHMACAt(body []byte, sigHeader, secret string, tolerance time.Duration, now time.Time) bool {

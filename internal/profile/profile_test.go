@@ -29,10 +29,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // given. The goldens fail if either profile mixes the two up.
 var goldenSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("hookd golden secret, 32 bytes!!!"))
 
-// goldenAt is the moment of signing: the seed example's createdAt.
+// goldenAt is the moment of signing: the kwork specification example's createdAt.
 var goldenAt = time.Date(2026, 10, 28, 12, 0, 0, 0, time.UTC)
 
-// seedEnvelope is the envelope example of seed 002, verbatim.
+// seedEnvelope is the envelope example of the kwork profile's specification, verbatim.
 const seedEnvelope = `{
   "id": "evt_01JBCDEF0123456789ABCDEF01",
   "type": "app.installed",
@@ -161,7 +161,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestKworkEnvelopeIsTheSeedExample checks the kwork body against seed 002's
+// TestKworkEnvelopeIsTheSeedExample checks the kwork body against the kwork profile's
 // example independently of the golden file (which -update could rewrite).
 func TestKworkEnvelopeIsTheSeedExample(t *testing.T) {
 	t.Parallel()
@@ -174,7 +174,7 @@ func TestKworkEnvelopeIsTheSeedExample(t *testing.T) {
 	if string(body) != want.String() {
 		t.Fatalf("kwork envelope\n got %s\nwant %s", body, want.Bytes())
 	}
-	// Field order is the seed's.
+	// Field order is the specification's.
 	var keys []string
 	dec := json.NewDecoder(bytes.NewReader(body))
 	_, _ = dec.Token()
@@ -281,11 +281,11 @@ func TestRetrySchedules(t *testing.T) {
 			t.Errorf("%s: total %s, want %s", c.name, got, c.total)
 		}
 	}
-	// Seed 002: "从第一次到最后一次大约 7 小时 12 分钟".
+	// The kwork profile's specification: "从第一次到最后一次大约 7 小时 12 分钟".
 	if got := KworkRetry.Total(); got.Round(time.Minute) != 7*time.Hour+13*time.Minute && got.Truncate(time.Minute) != 7*time.Hour+12*time.Minute {
 		t.Errorf("kwork total %s is not about 7h12m", got)
 	}
-	// Seed 000: ~5.3 days.
+	// The standard profile's specification: ~5.3 days.
 	if d := StandardRetry.Total().Hours() / 24; d < 5.25 || d > 5.35 {
 		t.Errorf("standard total %.2f days, want about 5.3", d)
 	}
@@ -333,7 +333,7 @@ func TestProfileSettings(t *testing.T) {
 }
 
 // TestKworkAPIVersionDefault: an owner without api_version still gets a
-// dated apiVersion (seed 002's current one), never "".
+// dated apiVersion (the kwork profile's current one), never "".
 func TestKworkAPIVersionDefault(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ attr, want string }{{"", "2026-10-28"}, {"2027-01-15", "2027-01-15"}} {
