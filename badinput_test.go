@@ -15,8 +15,8 @@ import (
 // status, and writes nothing.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("good.type")
 		ep := b.endpoint(rc.URL, "good.type")
@@ -148,8 +148,8 @@ func decodeBody(t *testing.T, resp *http.Response, v any) {
 // data 256 KiB, and a batch publish takes 1 to 1,000 events.
 func TestRequestLimits(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		b.registerType("good.type")
 		refused := func(what string, status int, mentions string, body any, path string) {
 			t.Helper()

@@ -39,7 +39,7 @@ func tsVerifier(t *testing.T) (node, script string) {
 func TestCrossLanguageVerify(t *testing.T) {
 	t.Parallel()
 	node, script := tsVerifier(t)
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 
 	// standard owner "acme" (from setup) and a kwork owner "shop".
@@ -126,7 +126,7 @@ process.stdout.write(JSON.stringify(out));
 func TestCrossLanguageEd25519(t *testing.T) {
 	t.Parallel()
 	node, script := tsVerifier(t)
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 	b.registerType("invoice.paid")
 	var ed, both signingOut

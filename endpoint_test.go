@@ -16,8 +16,8 @@ import (
 // enabled again by the owner, which clears the failure.
 func TestEndpointStateMachine(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		rc.setRespond(status(500))
 		healthy := newReceiver(t)
@@ -82,8 +82,8 @@ func TestEndpointStateMachine(t *testing.T) {
 
 func TestSendTestAndRotateSecret(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		other := newReceiver(t)
 		b.registerType("x.y")
@@ -130,7 +130,7 @@ func TestSendTestAndRotateSecret(t *testing.T) {
 // TestSecretsSealedAtRest: the endpoint secret is not stored in the clear.
 func TestSecretsSealedAtRest(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 	b.registerType("s.t")
 	ep := b.endpoint(rc.URL, "s.t")

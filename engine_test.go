@@ -24,8 +24,8 @@ const wait = 30 * time.Second
 
 func TestPublishDeliversSignedThinEnvelope(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("invoice.paid")
 		ep := b.endpoint(rc.URL+"/hook", "invoice.*")
@@ -35,7 +35,7 @@ func TestPublishDeliversSignedThinEnvelope(t *testing.T) {
 		start := time.Now()
 		id := b.publish("invoice.paid", `{"amount": 42, "published": true}`)
 		got := rc.waitFor(t, 1, wait)
-		t.Logf("%s: publish→receipt %s", eng.Name, got[0].At.Sub(start))
+		t.Logf("%s: publish→receipt %s", backend.Name, got[0].At.Sub(start))
 		r := got[0]
 		if r.Header.Get("webhook-id") != id {
 			t.Fatalf("webhook-id %q, want event id %q", r.Header.Get("webhook-id"), id)
@@ -70,8 +70,8 @@ func TestPublishDeliversSignedThinEnvelope(t *testing.T) {
 
 func TestGlobsExposureAndScope(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		// invoice.paid is scoped (judged by the published slice), user.created
 		// is not (it goes to every endpoint subscribed to it).
@@ -116,8 +116,8 @@ func TestGlobsExposureAndScope(t *testing.T) {
 
 func TestIdempotencyKeyDeliversOnce(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("order.created")
 		ep := b.endpoint(rc.URL, "order.created")
@@ -138,8 +138,8 @@ func TestIdempotencyKeyDeliversOnce(t *testing.T) {
 
 func TestBatchPublishIsOneTransaction(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("bulk.item")
 		ep := b.endpoint(rc.URL, "bulk.*")
@@ -171,8 +171,8 @@ func TestBatchPublishIsOneTransaction(t *testing.T) {
 
 func TestFanoutTwiceEnqueuesOnce(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("twice.done")
 		ep := b.endpoint(rc.URL, "twice.done")
@@ -198,8 +198,8 @@ func TestFanoutTwiceEnqueuesOnce(t *testing.T) {
 func TestFanoutTakesWaitingEventsAlong(t *testing.T) {
 	t.Parallel()
 	const events = 60
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("burst.item")
 		eps := []endpointOut{b.endpoint(rc.URL+"/a", "burst.*"), b.endpoint(rc.URL+"/b", "burst.item")}
@@ -252,8 +252,8 @@ func TestFanoutTakesWaitingEventsAlong(t *testing.T) {
 
 func TestLeaseOneInFlightPerEndpoint(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		// A slow receiver: while one delivery is in flight, others must wait.
 		rc.setRespond(func(*http.Request, int) (int, http.Header) {
@@ -289,8 +289,8 @@ func TestLeaseOneInFlightPerEndpoint(t *testing.T) {
 // the receiver saw.
 func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		gate := make(chan struct{})
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
@@ -396,8 +396,8 @@ func TestLeaseDrainHandsOverAndKeepsAccounts(t *testing.T) {
 // leaving the backlog to wait out the deferral.
 func TestBusyEndpointJobsDeferred(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			c.BusySnooze = time.Hour
 			c.DrainMax = 4
 		}})

@@ -62,8 +62,8 @@ func withStandmeet(c *hookd.Config) { c.Catalogs = []string{"standmeet"} }
 // endpoint it names.
 func TestWebhookEventTypes(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		all, other := newReceiver(t), newReceiver(t)
 		ep := b.endpoint(all.URL, "*")
 		ep2 := b.endpoint(other.URL, "*")
@@ -158,8 +158,8 @@ func (b *bundle) webhookEventTypes() map[string]typeOut {
 // profile's own types.
 func TestEventTypesOfferedByProfile(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		std := b.webhookEventTypes()
 		if len(std) != 39+3 {
 			t.Errorf("standard owner offered %d types, want standmeet's 39 and hookd's 3 failure notifications: %v", len(std), keys(std))
@@ -197,8 +197,8 @@ func TestEventTypesOfferedByProfile(t *testing.T) {
 // "*" endpoint; publish refuses it (and kwork's open.ping), naming send_test.
 func TestPublishRefusesTestType(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		rc := newReceiver(t)
 		ep := b.endpoint(rc.URL, "*")
 		kw := b.kworkOwner("shop", shopApp)
@@ -234,8 +234,8 @@ func TestPublishRefusesTestType(t *testing.T) {
 // raw:// never leaves. Making a type scoped applies at the next fanout.
 func TestScopedTypes(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		rc := newReceiver(t)
 		ep := b.endpoint(rc.URL, "*")
 		b.registerType("doc.changed")

@@ -52,8 +52,8 @@ const (
 // endpoint admitting nothing scoped (and the endpoint says so).
 func TestGrants(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		rc := newReceiver(t)
 		docs := b.grant(map[string]any{"description": "embed on the docs site", "allow": []string{"wiki://software/*"}, "deny": []string{"wiki://software/secret/*"}})
 		if docs.Status != "active" || !strings.HasPrefix(docs.ID, "grt_") {
@@ -169,8 +169,8 @@ func (b *bundle) fannedTo(epID, eventID string) bool {
 // TestGrantsAPI: the grants ops' answers to bad input and to other owners.
 func TestGrantsAPI(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: withStandmeet})
 		mine := b.grant(map[string]any{"allow": []string{"wiki://*"}})
 		var list struct{ Data []grantOut }
 		b.must(200, "GET", "/api/admin/grants", nil, &list)
@@ -239,9 +239,9 @@ func TestGrantsAPI(t *testing.T) {
 // is asked for every scoped event instead of the grants store.
 func TestLibraryScopeSource(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
 		var asked atomic.Int32
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			withStandmeet(c)
 			c.Scope = func(_ context.Context, code string, ev hookd.Event) (bool, error) {
 				asked.Add(1)
@@ -269,8 +269,8 @@ func TestLibraryScopeSource(t *testing.T) {
 // it takes along inside it.)
 func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{noWork: true, mutate: withStandmeet})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{noWork: true, mutate: withStandmeet})
 		rc := newReceiver(t)
 		g := b.grant(map[string]any{"allow": []string{"wiki://software/*"}})
 		var ep endpointOut

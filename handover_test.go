@@ -27,8 +27,8 @@ import (
 // and the holder's look after its release sends it.
 func TestHandOverLooksAfterRelease(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
@@ -72,11 +72,11 @@ func TestHandOverLooksAfterRelease(t *testing.T) {
 // no holder lets go while it is open.
 func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		if eng.Name == "sqlite" {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		if backend.Name == "sqlite" {
 			t.Skip("one connection: a holder cannot let go while a fanout's transaction is open")
 		}
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
 		gate, releaseGate := releasedAtEnd(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
@@ -186,11 +186,11 @@ func jobState(j *rivertype.JobRow) rivertype.JobState {
 // (SQLite has no notifications; there the poll is all there is.)
 func TestWokenJobNeedsNoPoll(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		if eng.Name == "sqlite" {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		if backend.Name == "sqlite" {
 			t.Skip("no LISTEN/NOTIFY: River finds woken jobs by polling")
 		}
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			c.BusySnooze, c.FetchPollInterval = time.Hour, time.Hour
 			c.DrainMax = 4
 		}})
@@ -235,8 +235,8 @@ func TestWokenJobNeedsNoPoll(t *testing.T) {
 // drain. Its delivery still goes out as soon as the slot is let go.
 func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.LeaseFor = time.Hour }})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.LeaseFor = time.Hour }})
 		rc := newReceiver(t)
 		gate, release := releasedAtEnd(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
@@ -267,8 +267,8 @@ func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 // without the look it waited out the deferral (LeaseFor, here an hour).
 func TestFailedHolderWakesDeferred(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
 		gate, releaseGate := releasedAtEnd(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {

@@ -128,8 +128,8 @@ type setupOpts struct {
 	on *bundle
 }
 
-// setup starts hookd on eng with owner "acme" and returns an admin key.
-func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
+// setup starts hookd on backend with owner "acme" and returns an admin key.
+func setup(t *testing.T, backend dbtest.Backend, opts ...setupOpts) *bundle {
 	t.Helper()
 	var o setupOpts
 	if len(opts) > 0 {
@@ -139,7 +139,7 @@ func setup(t *testing.T, eng dbtest.Engine, opts ...setupOpts) *bundle {
 	if o.on != nil {
 		dbc = o.on.dbc
 	} else {
-		dbc = eng.Config(t)
+		dbc = backend.Config(t)
 	}
 	clk := &clock{}
 	cfg := hookdtest.Config(dbc)
@@ -317,12 +317,12 @@ func verify(t *testing.T, secret string, r receipt) webhook.Event {
 	return ev
 }
 
-// forEngine runs f as a subtest on each engine.
-func forEngine(t *testing.T, f func(t *testing.T, eng dbtest.Engine)) {
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
+// forBackend runs f as a subtest on each engine.
+func forBackend(t *testing.T, f func(t *testing.T, backend dbtest.Backend)) {
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
 			t.Parallel()
-			f(t, eng)
+			f(t, backend)
 		})
 	}
 }

@@ -14,8 +14,8 @@ import (
 // any control character) is refused with a 422 that names it.
 func TestCustomHeaders(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
 			if n == 1 {

@@ -20,8 +20,8 @@ import (
 // delivery hookd makes, and the envelope carries what the specification says.
 func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		seed := newSeedReceiver(t)
 		shop.registerType("order.paid")
@@ -107,8 +107,8 @@ var lifecycle = []struct{ typ, data string }{
 // the app without being listed; app.scopes_changed only an integration app's.
 func TestKworkLifecycleRouting(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		for _, app := range []struct {
 			id    string
 			attrs map[string]string
@@ -170,8 +170,8 @@ func TestKworkLifecycleRouting(t *testing.T) {
 // never gets it, even from a subscription that lists it or matches it by glob.
 func TestKworkPageAppNeverGetsScopesChanged(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		pages := b.kworkOwner("pages", pageApp)
 		rc := newReceiver(t)
 		var eps []endpointOut
@@ -192,8 +192,8 @@ func TestKworkPageAppNeverGetsScopesChanged(t *testing.T) {
 // owner and a kwork owner: each endpoint gets its own profile's wire format.
 func TestStandardAndKworkSideBySide(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng) // acme: standard
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend) // acme: standard
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		b.registerType("order.paid")

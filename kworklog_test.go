@@ -22,8 +22,8 @@ import (
 // duration, no body.
 func TestKworkDeliveryLogWindow(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		rc.setRespond(func(r *http.Request, _ int) (int, http.Header) {
@@ -164,8 +164,8 @@ func TestKworkDeliveryLogWindow(t *testing.T) {
 // records at once.
 func TestKworkRetention(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		ok, failing, bad := newReceiver(t), newReceiver(t), newReceiver(t)
 		failing.setRespond(status(500))
@@ -245,8 +245,8 @@ func TestKworkRetention(t *testing.T) {
 // a failed delivery with its X-Kwork-Delivery and body unchanged.
 func TestKworkSendTestAndRedeliver(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		rc, star, none := newReceiver(t), newReceiver(t), newReceiver(t)
 		rc.setRespond(status(400)) // the order is refused until its sends run out

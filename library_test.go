@@ -16,8 +16,8 @@ import (
 // transaction exists if and only if that transaction commits.
 func TestPublishTxIsAnOutbox(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("order.placed")
 		ep := b.endpoint(rc.URL, "order.*")

@@ -64,8 +64,8 @@ func counter(fams map[string]*dto.MetricFamily, name string, labels map[string]s
 
 func TestMetricsCountWhatHappened(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		// hookd's clock an hour ahead of River's: the retry's next attempt
 		// (5 s on hookd's clock) never comes due during the test, however
 		// slow the machine.

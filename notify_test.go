@@ -78,9 +78,9 @@ type notification struct {
 // say what happened without a secret, a key or a body.
 func TestFailureNotificationsAndLogs(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
 		logs := &logBuffer{}
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			c.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}})
 		flaky, watcher, other := newReceiver(t), newReceiver(t), newReceiver(t)

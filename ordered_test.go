@@ -20,8 +20,8 @@ import (
 // (discard) to its 3rd event: the discard lets the next go at once.
 func TestOrderedDelivery(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		b.registerType("seq.step")
 		// The receiver holds its first request until all 20 are published
 		// (one by one: 20 fanouts), so none is published while the endpoint

@@ -123,16 +123,16 @@ func TestOutcomeTable(t *testing.T) {
 			verdict := map[string]string{"standard": rw.standard, "kwork": rw.kwork}[pc.name]
 			t.Run(rw.name+"/"+pc.name, func(t *testing.T) {
 				t.Parallel()
-				forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-					checkOutcomeRow(t, eng, pc, rw.respond, verdict, rw.snooze)
+				forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+					checkOutcomeRow(t, backend, pc, rw.respond, verdict, rw.snooze)
 				})
 			})
 		}
 	}
 }
 
-func checkOutcomeRow(t *testing.T, eng dbtest.Engine, pc profileCase, respond func(*http.Request, int) (int, http.Header), verdict string, snooze time.Duration) {
-	b := pc.owner(setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }}))
+func checkOutcomeRow(t *testing.T, backend dbtest.Backend, pc profileCase, respond func(*http.Request, int) (int, http.Header), verdict string, snooze time.Duration) {
+	b := pc.owner(setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }}))
 	rc := newReceiver(t)
 	rc.setRespond(respond)
 	b.registerType("row.test")
@@ -189,8 +189,8 @@ func checkOutcomeRow(t *testing.T, eng dbtest.Engine, pc profileCase, respond fu
 
 func TestConnectionFailureRetries(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -249,8 +249,8 @@ func TestDiscardedBeforeSending(t *testing.T) {
 		for _, pc := range outcomeProfiles { // kwork retries every non-2xx, yet these still end at once
 			t.Run(c.name+"/"+pc.name, func(t *testing.T) {
 				t.Parallel()
-				forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-					b := pc.owner(setup(t, eng))
+				forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+					b := pc.owner(setup(t, backend))
 					rc := newReceiver(t)
 					rc.setRespond(status(500))
 					b.registerType("later.fail")
@@ -283,8 +283,8 @@ func TestDiscardedBeforeSending(t *testing.T) {
 
 func TestAttemptsExhausted(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		rc.setRespond(status(500))
 		b.registerType("always.fails")

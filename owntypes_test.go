@@ -17,8 +17,8 @@ import (
 // events.
 func TestProducerCannotPublishHookdTypes(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("good.type")
 		b.endpoint(rc.URL, "*")

@@ -16,8 +16,8 @@ import (
 // waiting spent no attempt.
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		for _, prof := range []string{"standard", "kwork"} {
 			o := b
 			if prof == "kwork" {

@@ -125,7 +125,7 @@ func get(t *testing.T, req *http.Request) probe {
 func TestReadyzAndUnavailableWhilePostgresIsUnreachable(t *testing.T) {
 	t.Parallel()
 	var proxy *tcpProxy
-	b := setup(t, dbtest.Engine{Name: "postgres", Config: dbtest.Postgres}, setupOpts{mutate: func(c *hookd.Config) {
+	b := setup(t, dbtest.Backend{Name: "postgres", Config: dbtest.Postgres}, setupOpts{mutate: func(c *hookd.Config) {
 		c.Database, proxy = viaProxy(t, c.Database)
 	}})
 	rc := newReceiver(t)

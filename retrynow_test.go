@@ -15,8 +15,8 @@ import (
 // and so does redeliver.
 func TestRetryNow(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		rc.setRespond(status(500))
 		b.registerType("invoice.paid")

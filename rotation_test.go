@@ -49,8 +49,8 @@ func (b *bundle) accepts(t *testing.T, r receipt, keys ...string) bool {
 // signs. expire_old_secrets ends an overlap early.
 func TestRotationOverlap(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("rot.test")
 		ep := b.endpoint(rc.URL, "rot.test")
@@ -148,7 +148,7 @@ func TestRotationOverlap(t *testing.T) {
 // signs with the current key and the three newest old ones.
 func TestRotationKeepsThreeOldKeys(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 	b.registerType("rot.many")
 	ep := b.endpoint(rc.URL, "rot.many")
@@ -175,7 +175,7 @@ func TestRotationKeepsThreeOldKeys(t *testing.T) {
 // are answered 422 with what to send, and change nothing.
 func TestRotationBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 	b.registerType("rot.bad")
 	ep := b.endpoint(rc.URL, "rot.bad")
@@ -251,7 +251,7 @@ func signEntry(t *testing.T, key string, r receipt) string {
 // ones sign for the default overlap, so no receiver fails at the switch.
 func TestSignatureSchemeChange(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	rc := newReceiver(t)
 	b.registerType("sig.change")
 	ep := b.endpoint(rc.URL, "sig.change")

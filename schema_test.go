@@ -69,9 +69,9 @@ func (b *bundle) countEvents() int {
 // the same database too.
 func TestEventTypeSchema(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
-		other := setup(t, eng, setupOpts{on: b}) // a second process
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
+		other := setup(t, backend, setupOpts{on: b}) // a second process
 		const path = "/api/admin/event_types/order.paid"
 
 		before := counts(t, b)
@@ -169,8 +169,8 @@ func TestEventTypeSchema(t *testing.T) {
 // refuses data that does not match it, naming the field, writing nothing.
 func TestLibrarySchema(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		dbc := eng.Config(t)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		dbc := backend.Config(t)
 		cfg := hookd.Config{Database: dbc.URL, Schema: dbc.Schema, MasterKey: bytes.Repeat([]byte{7}, 32),
 			EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 		ctx := context.Background()

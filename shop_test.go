@@ -76,11 +76,11 @@ func TestShopExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "shop.db")
-			if eng.Name == "postgres" {
+			if backend.Name == "postgres" {
 				url := dbtest.PostgresURL(t)
 				db = url + "&search_path=" + dbtest.NewSchema(t, url)
 			}

@@ -20,16 +20,16 @@ import (
 
 // setupTraced starts hookd with tracing on, its spans going to the
 // in-memory exporter it returns.
-func setupTraced(t *testing.T, eng dbtest.Engine) (*bundle, *tracetest.InMemoryExporter) {
+func setupTraced(t *testing.T, backend dbtest.Backend) (*bundle, *tracetest.InMemoryExporter) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	return setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.TracerProvider = tp }}), spans
+	return setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.TracerProvider = tp }}), spans
 }
 
 func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b, spans := setupTraced(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b, spans := setupTraced(t, backend)
 		one, two := newReceiver(t), newReceiver(t)
 		b.registerType("t.traced")
 		epOne, epTwo := b.endpoint(one.URL, "t.traced"), b.endpoint(two.URL, "t.*")
@@ -98,8 +98,8 @@ func TestOneTraceFromPublishToEachAttempt(t *testing.T) {
 // not, gets none.
 func TestTraceContextOnlyForOptedInEndpoints(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b, spans := setupTraced(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b, spans := setupTraced(t, backend)
 		in, out := newReceiver(t), newReceiver(t)
 		b.registerType("t.traced")
 		var opted struct {
@@ -154,8 +154,8 @@ func TestTraceContextOnlyForOptedInEndpoints(t *testing.T) {
 // it opted in.
 func TestTraceContextNotSentWithTracingOff(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		rc := newReceiver(t)
 		b.registerType("t.traced")
 		ep := b.endpoint(rc.URL, "t.*")
@@ -200,8 +200,8 @@ func TestTraceContextNotSentWithTracingOff(t *testing.T) {
 // holder's drain sends the others' too).
 func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b, spans := setupTraced(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b, spans := setupTraced(t, backend)
 		rc := newReceiver(t)
 		// The first attempt is answered only once every event's delivery
 		// exists: its job then holds the endpoint's lease and drains the

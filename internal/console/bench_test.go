@@ -27,9 +27,9 @@ type benchSite struct {
 	cookie *http.Cookie
 }
 
-func newBenchSite(b *testing.B, eng dbtest.Engine) *benchSite {
+func newBenchSite(b *testing.B, backend dbtest.Backend) *benchSite {
 	b.Helper()
-	cfg := hookdtest.Config(eng.Config(b))
+	cfg := hookdtest.Config(backend.Config(b))
 	cfg.Work = false
 	cfg.EventTypes = catalog
 	h := hookdtest.Open(b, cfg)
@@ -109,9 +109,9 @@ func (s *benchSite) get(b *testing.B, path string) {
 // endpoints and 100,000 deliveries in the last 24 h (their counts and
 // latest results are on the page).
 func BenchmarkEndpointList(b *testing.B) {
-	for _, eng := range dbtest.Engines() {
-		b.Run(eng.Name, func(b *testing.B) {
-			s := newBenchSite(b, eng)
+	for _, backend := range dbtest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			s := newBenchSite(b, backend)
 			s.seed(b, 1000, 100)
 			b.ResetTimer()
 			for b.Loop() {
@@ -124,9 +124,9 @@ func BenchmarkEndpointList(b *testing.B) {
 // BenchmarkDeliveryLog is one endpoint's log over 100,000 deliveries: the
 // first page, a page filtered by state and type, and a page deep in.
 func BenchmarkDeliveryLog(b *testing.B) {
-	for _, eng := range dbtest.Engines() {
-		b.Run(eng.Name, func(b *testing.B) {
-			s := newBenchSite(b, eng)
+	for _, backend := range dbtest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			s := newBenchSite(b, backend)
 			ep := s.seed(b, 1, 100_000)[0]
 			half, err := s.h.DB.Q().ListDeliveries(context.Background(), "acme", ep, 50_000, "")
 			if err != nil {

@@ -15,7 +15,7 @@ import (
 // marks an internal type webhook, and it becomes a checkbox on the form.
 func TestEventTypes(t *testing.T) {
 	t.Parallel()
-	s := startSite(t, dbtest.Engines()[0])
+	s := startSite(t, dbtest.Backends()[0])
 	p := &page{t: t, tab: browser(t), s: s}
 	p.signIn(s.keys["acme"])
 	p.open("/admin/event_types")

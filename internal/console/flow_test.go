@@ -17,12 +17,12 @@ import (
 // task, rotate the secret, disable, enable, delete.
 func TestFlow(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			p := &page{t: t, tab: browser(t), s: s}
 			rc := newReceiver(t, false)
-			shots := eng.Name == "sqlite"
+			shots := backend.Name == "sqlite"
 
 			if shots {
 				p.open("/admin/signin")

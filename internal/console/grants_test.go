@@ -19,12 +19,12 @@ import (
 // flag that the endpoint then admits no scoped events.
 func TestGrants(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			rc := newReceiver(t, false)
 			p := &page{t: t, tab: browser(t), s: s}
-			shots := eng.Name == "sqlite"
+			shots := backend.Name == "sqlite"
 			acme := ops.Principal{Role: owner.Admin, OwnerID: "acme"}
 			getGrant := func(id string) (*ops.GrantView, error) {
 				out, err := s.h.Ops.Op("grants.get").Call(t.Context(), acme, &ops.GrantRef{ID: id})

@@ -46,17 +46,17 @@ var catalog = []hookd.EventType{
 	{Name: "order.audit", Internal: true, Description: "Internal bookkeeping; never leaves hookd."},
 }
 
-func startSite(t *testing.T, eng dbtest.Engine) *site {
+func startSite(t *testing.T, backend dbtest.Backend) *site {
 	t.Helper()
-	return startSiteAt(t, eng, "")
+	return startSiteAt(t, backend, "")
 }
 
 // startSiteAt is startSite with hookd mounted (hookd.Mount) under prefix in
 // a plain http.ServeMux that also serves the app's own routes: / says
 // "the app", and /cookies echoes the Cookie header the app was sent.
-func startSiteAt(t *testing.T, eng dbtest.Engine, prefix string) *site {
+func startSiteAt(t *testing.T, backend dbtest.Backend, prefix string) *site {
 	t.Helper()
-	cfg := hookdtest.Config(eng.Config(t))
+	cfg := hookdtest.Config(backend.Config(t))
 	cfg.EventTypes = catalog
 	cfg.BusySnooze = 100 * time.Millisecond
 	logs := hookdtest.NewLogs()

@@ -52,9 +52,9 @@ func bobsDelivery(t *testing.T, s *site) (ep string, d *endpoint.Delivery) {
 // operator reaches River UI, is sent to its job page, and switches owners.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			ep, d := bobsDelivery(t, s)
 			job := strconv.FormatInt(d.JobID, 10)
 			bob := ops.Principal{Role: owner.Admin, OwnerID: "bob"}
@@ -120,7 +120,7 @@ func TestIsolation(t *testing.T) {
 			if st := p.open("/admin/tasks/api/jobs?limit=10"); st != http.StatusForbidden {
 				t.Errorf("River UI's API for an admin: %d, want 403", st)
 			}
-			if shots := eng.Name == "sqlite"; shots {
+			if shots := backend.Name == "sqlite"; shots {
 				p.open("/admin/tasks/")
 				p.shoot("tasks-forbidden")
 			}
@@ -135,7 +135,7 @@ func TestIsolation(t *testing.T) {
 			if _, err := chromedp.Run(p.timedFor(op, 90*time.Second), chromedp.Poll[bool](`document.body.innerText.includes('webhook.deliver')`)); err != nil {
 				t.Fatalf("River UI's job page never showed the job (%v): %q", err, run(op, chromedp.Evaluate[string](`document.documentElement.outerHTML`)))
 			}
-			if eng.Name == "sqlite" {
+			if backend.Name == "sqlite" {
 				op.shoot("river-ui-job")
 			}
 			op.open("/admin/webhooks")
@@ -149,7 +149,7 @@ func TestIsolation(t *testing.T) {
 			if got := op.text("table.endpoints"); !strings.Contains(got, "bob-only") {
 				t.Errorf("after switching to bob the list says %q", got)
 			}
-			if eng.Name == "sqlite" {
+			if backend.Name == "sqlite" {
 				op.shoot("endpoints-operator")
 			}
 			// An admin has no owner switch, and posting one is refused.

@@ -14,9 +14,9 @@ import (
 // subscription, sends open.ping, and reads its delivery records.
 func TestKworkSubscriptions(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			rc := newReceiver(t, true)
 			p := &page{t: t, tab: browser(t), s: s}
 			p.signIn(s.keys["shop"])
@@ -51,7 +51,7 @@ func TestKworkSubscriptions(t *testing.T) {
 			if got := p.text("section[data-live-rows] h2"); got != "Delivery records" {
 				t.Errorf("kwork log is titled %q", got)
 			}
-			if eng.Name == "sqlite" {
+			if backend.Name == "sqlite" {
 				p.shoot("kwork-subscription")
 			}
 			p.open(epPath + "/deliveries")
@@ -61,7 +61,7 @@ func TestKworkSubscriptions(t *testing.T) {
 					t.Errorf("kwork records page lacks %q", want)
 				}
 			}
-			if eng.Name == "sqlite" {
+			if backend.Name == "sqlite" {
 				p.shoot("kwork-records")
 			}
 			p.click(`#delivery-rows a[href*="/deliveries/"]`)

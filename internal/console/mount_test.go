@@ -38,9 +38,9 @@ func outsidePrefix(p *page, prefix string) []string {
 func TestMounted(t *testing.T) {
 	t.Parallel()
 	const pre = "/webhooks"
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSiteAt(t, eng, pre)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSiteAt(t, backend, pre)
 			rc := newReceiver(t, false)
 			p := &page{t: t, tab: browser(t), s: s}
 			check := func(what string) {

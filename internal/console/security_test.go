@@ -76,9 +76,9 @@ func (c *formClient) csrf() string {
 
 func TestSessions(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			c := newFormClient(t, s)
 
 			// A publisher key is refused, saying which role is needed.
@@ -200,9 +200,9 @@ func TestSessions(t *testing.T) {
 // refused and changes nothing.
 func TestCSRF(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			s := startSite(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
 			ep := createEndpoint(t, s, "acme", "keep me")
 			c := newFormClient(t, s)
 			c.signIn(s.keys["acme"])
@@ -266,7 +266,7 @@ func createEndpoint(t *testing.T, s *site, ownerID, description string) string {
 // TestEscaping: a description with markup is shown as text, never run.
 func TestEscaping(t *testing.T) {
 	t.Parallel()
-	s := startSite(t, dbtest.Engines()[0])
+	s := startSite(t, dbtest.Backends()[0])
 	const evil = `<script>alert(1)</script>`
 	ep := createEndpoint(t, s, "acme", evil)
 	p := &page{t: t, tab: browser(t), s: s}

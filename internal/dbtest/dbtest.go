@@ -1,4 +1,4 @@
-// Package dbtest gives tests a fresh database on each engine: a temp-file
+// Package dbtest gives tests a fresh database on each backend: a temp-file
 // SQLite, and (when HOOKD_TEST_POSTGRES is set) a PostgreSQL schema of its
 // own, dropped afterwards. Without the variable PostgreSQL tests skip
 // locally; with CI=true they fail instead, so CI can never skip them.
@@ -17,16 +17,16 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// Engine is one database a test can run on.
-type Engine struct {
+// Backend is one database a test can run on.
+type Backend struct {
 	Name string
-	// Config opens a fresh database of this engine for t.
+	// Config opens a fresh database of this backend for t.
 	Config func(t testing.TB) store.Config
 }
 
-// Engines returns SQLite and PostgreSQL: run engine tests as a table over it.
-func Engines() []Engine {
-	return []Engine{
+// Backends returns SQLite and PostgreSQL: run tests as a table over it.
+func Backends() []Backend {
+	return []Backend{
 		{Name: "sqlite", Config: SQLite},
 		{Name: "postgres", Config: Postgres},
 	}

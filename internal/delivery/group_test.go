@@ -26,12 +26,12 @@ import (
 // the engine.
 type groupBench struct {
 	db  *store.DB
-	eng *delivery.Service
+	svc *delivery.Service
 }
 
-func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
+func eachGroupBackend(t *testing.T, fn func(t *testing.T, b groupBench)) {
 	t.Helper()
-	for _, e := range dbtest.Engines() {
+	for _, e := range dbtest.Backends() {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
 			fn(t, openGroupBench(t, e))
@@ -39,7 +39,7 @@ func eachGroupEngine(t *testing.T, fn func(t *testing.T, b groupBench)) {
 	}
 }
 
-func openGroupBench(t testing.TB, e dbtest.Engine) groupBench {
+func openGroupBench(t testing.TB, e dbtest.Backend) groupBench {
 	cfg := e.Config(t)
 	cfg.MaxConns = 8
 	db := dbtest.Open(t, cfg)
@@ -61,7 +61,7 @@ func openGroupBench(t testing.TB, e dbtest.Engine) groupBench {
 			EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
 		must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 	}
-	return groupBench{db: db, eng: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})}
+	return groupBench{db: db, svc: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})}
 }
 
 func must(t testing.TB, err error) {
@@ -101,7 +101,7 @@ type held struct {
 
 func holdFirstGroup(b groupBench) *held {
 	h := &held{first: make(chan struct{}), release: make(chan struct{}), queued: make(chan int, 1000)}
-	b.eng.SetHooks(&delivery.Hooks{
+	b.svc.SetHooks(&delivery.Hooks{
 		PublishQueued: func(n int) { h.queued <- n },
 		PublishGroup: func(size int) error {
 			h.mu.Lock()
@@ -157,13 +157,13 @@ func publishBehindHeldGroup(t *testing.T, b groupBench, h *held, first *event.Ev
 	out := make([]answer, len(evs)+1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		p, err := b.eng.PublishOne(ctx, first)
+		p, err := b.svc.PublishOne(ctx, first)
 		out[len(evs)] = answer{p, err}
 	})
 	<-h.first
 	for i, ev := range evs {
 		wg.Go(func() {
-			p, err := b.eng.PublishOne(ctx, ev)
+			p, err := b.svc.PublishOne(ctx, ev)
 			out[i] = answer{p, err}
 		})
 	}
@@ -178,7 +178,7 @@ func publishBehindHeldGroup(t *testing.T, b groupBench, h *held, first *event.Ev
 // own event id; every event is written once, with one fanout job.
 func TestPublishGroupCommit(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		var evs []*event.Event
 		for i := range 12 {
@@ -215,7 +215,7 @@ func TestPublishGroupCommit(t *testing.T) {
 // duplicate of it), and a later group's caller with that key too.
 func TestPublishGroupIdempotency(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		evs := []*event.Event{paid("k-same", 1), paid("k-same", 2), paid("k-other", 3), paid("k-first", 4)}
 		answers := publishBehindHeldGroup(t, b, h, paid("k-first", 0), evs)
@@ -237,7 +237,7 @@ func TestPublishGroupIdempotency(t *testing.T) {
 			t.Fatalf("group sizes %v; want [1 4]", got)
 		}
 		// Across groups, after the fact.
-		again, err := b.eng.PublishOne(context.Background(), paid("k-same", 5))
+		again, err := b.svc.PublishOne(context.Background(), paid("k-same", 5))
 		must(t, err)
 		if !again.Duplicate || again.ID != a.ID {
 			t.Fatalf("key of an earlier group, later: %+v; want duplicate of %s", again, a.ID)
@@ -250,7 +250,7 @@ func TestPublishGroupIdempotency(t *testing.T) {
 // ones fails only its own caller, before it joins any group.
 func TestPublishGroupInvalidEvent(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		bad := &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(`[1, 2]`)}
 		testType := &event.Event{OwnerID: "acme", Type: "webhook.test"} // a test event is sent, not published
@@ -260,8 +260,8 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 		var answers []answer
 		wg.Go(func() { answers = publishBehindHeldGroup(t, b, h, paid("", 0), evs) })
 		<-h.first
-		_, badErr = b.eng.PublishOne(context.Background(), bad) // answered while the group is still held
-		_, testErr := b.eng.PublishOne(context.Background(), testType)
+		_, badErr = b.svc.PublishOne(context.Background(), bad) // answered while the group is still held
+		_, testErr := b.svc.PublishOne(context.Background(), testType)
 		wg.Wait()
 		if apperr.CodeOf(testErr) != apperr.Invalid {
 			t.Fatalf("test event type: err = %v; want invalid", testErr)
@@ -283,7 +283,7 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 // of the failed transaction remains.
 func TestPublishGroupFailureFallsBack(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		h.fail = func(group int) error {
 			if group == 2 {
@@ -310,7 +310,7 @@ func TestPublishGroupFailureFallsBack(t *testing.T) {
 // no fanout job is left without its event.
 func TestPublishGroupDatabaseError(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events RENAME TO hookd_events_away`)
 		h := holdFirstGroup(b)
 		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{paid("", 1), paid("k", 2), paid("", 3)})
@@ -325,7 +325,7 @@ func TestPublishGroupDatabaseError(t *testing.T) {
 		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events_away RENAME TO hookd_events`)
 		wantWritten(t, b.db, 0, 0)
 		// The engine recovers with the database.
-		p, err := b.eng.PublishOne(context.Background(), paid("k", 4))
+		p, err := b.svc.PublishOne(context.Background(), paid("k", 4))
 		if err != nil || p.Duplicate {
 			t.Fatalf("after repair: %+v, %v", p, err)
 		}
@@ -336,11 +336,11 @@ func TestPublishGroupDatabaseError(t *testing.T) {
 // itself, committed at once.
 func TestPublishOneAlone(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		var sizes []int
-		b.eng.SetHooks(&delivery.Hooks{PublishGroup: func(n int) error { sizes = append(sizes, n); return nil }})
+		b.svc.SetHooks(&delivery.Hooks{PublishGroup: func(n int) error { sizes = append(sizes, n); return nil }})
 		for i := range 3 {
-			p, err := b.eng.PublishOne(context.Background(), paid(fmt.Sprint("solo-", i), i))
+			p, err := b.svc.PublishOne(context.Background(), paid(fmt.Sprint("solo-", i), i))
 			must(t, err)
 			got, err := b.db.Q().GetEvent(context.Background(), "acme", p.ID)
 			must(t, err)
@@ -360,7 +360,7 @@ func TestPublishOneAlone(t *testing.T) {
 // gets its job in the same group.
 func TestPublishWithoutSubscribers(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		h := holdFirstGroup(b)
 		quiet := paid("", 1)
 		quiet.OwnerID = "quiet"

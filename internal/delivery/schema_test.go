@@ -40,7 +40,7 @@ func order(typ string, n int) *event.Event {
 // others of the group commit.
 func TestPublishGroupSchemaRefusal(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		putSchema(t, b.db, "order.typed", orderSchema)
 		h := holdFirstGroup(b)
 		bad := order("order.typed", 2)
@@ -68,7 +68,7 @@ func TestPublishGroupSchemaRefusal(t *testing.T) {
 // publish) and 100 per commit (a batch, where the check is the largest
 // share). Issue 20's budget: at most 10 % more with the schema.
 func BenchmarkPublishSchema(b *testing.B) {
-	for _, e := range dbtest.Engines() {
+	for _, e := range dbtest.Backends() {
 		b.Run(e.Name, func(b *testing.B) {
 			g := openGroupBench(b, e)
 			putSchema(b, g.db, "order.typed", orderSchema)
@@ -89,12 +89,12 @@ func BenchmarkPublishSchema(b *testing.B) {
 								evs[i] = order(typ.typ, n)
 							}
 							if mode.size == 1 {
-								_, err := g.eng.PublishOne(ctx, evs[0])
+								_, err := g.svc.PublishOne(ctx, evs[0])
 								must(b, err)
 								continue
 							}
 							must(b, g.db.InTx(ctx, func(q *store.Q) error {
-								_, err := g.eng.Publish(ctx, q, evs)
+								_, err := g.svc.Publish(ctx, q, evs)
 								return err
 							}))
 						}
@@ -113,7 +113,7 @@ func BenchmarkPublishSchema(b *testing.B) {
 // several goroutines), and a refused batch writes nothing.
 func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 	t.Parallel()
-	eachGroupEngine(t, func(t *testing.T, b groupBench) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		ctx := context.Background()
 		capped := strings.Replace(orderSchema, `"minimum":0`, `"minimum":0,"maximum":5`, 1)
 		batch := func(from, n, bad int) []*event.Event {
@@ -128,7 +128,7 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 		}
 		publishBatch := func(evs []*event.Event) error {
 			return b.db.InTx(ctx, func(q *store.Q) error {
-				_, err := b.eng.Publish(ctx, q, evs)
+				_, err := b.svc.Publish(ctx, q, evs)
 				return err
 			})
 		}
@@ -140,12 +140,12 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 		}
 
 		putSchema(t, b.db, "order.typed", orderSchema)
-		_, err := b.eng.PublishOne(ctx, order("order.typed", 10))
+		_, err := b.svc.PublishOne(ctx, order("order.typed", 10))
 		must(t, err) // this process now knows the type's schema
 
 		// Another process caps the amount: the same data is refused.
 		putSchema(t, b.db, "order.typed", capped)
-		_, err = b.eng.PublishOne(ctx, order("order.typed", 10))
+		_, err = b.svc.PublishOne(ctx, order("order.typed", 10))
 		wantRefused(err, "")
 		wantRefused(publishBatch(batch(0, 40, 13)), "events[13]: ")
 		wantWritten(t, b.db, 1, 1)
@@ -156,7 +156,7 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 
 		// And lifts the cap again: data the last schema refused goes.
 		putSchema(t, b.db, "order.typed", orderSchema)
-		_, err = b.eng.PublishOne(ctx, order("order.typed", 10))
+		_, err = b.svc.PublishOne(ctx, order("order.typed", 10))
 		must(t, err)
 		must(t, publishBatch(batch(0, 40, 21)))
 		wantWritten(t, b.db, 82, 82)

@@ -48,11 +48,11 @@ type world struct {
 	}
 }
 
-func newWorld(t *testing.T, eng dbtest.Engine) *world {
+func newWorld(t *testing.T, backend dbtest.Backend) *world {
 	t.Helper()
 	ctx := context.Background()
 	logs := hookdtest.NewLogs()
-	cfg := hookdtest.Config(eng.Config(t))
+	cfg := hookdtest.Config(backend.Config(t))
 	cfg.Log = logs.Logger(slog.LevelInfo)
 	h, api := hookdtest.Start(t, cfg)
 	w := &world{t: t, h: h, api: api, keys: map[string]string{}, sessions: map[string]*mcp.ClientSession{}, ops: h.Ops.Ops(), received: make(chan struct{}, 100), logs: logs}
@@ -382,9 +382,9 @@ func (w *world) bobSnapshot() string {
 // anything of bob's, and afterwards bob's data is byte for byte unchanged.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			w := newWorld(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			w := newWorld(t, backend)
 			before := w.bobSnapshot()
 			bobMarks := []string{w.bob.endpoint, w.bob.event, w.bob.keyID, w.bob.grant, "bob-only", "invoice.paid"}
 			args := w.foreignArgs()

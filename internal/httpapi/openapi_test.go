@@ -19,7 +19,7 @@ import (
 // status or a documented error — never a missing route, 405 or a 5xx.
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dbtest.Engines()[0])
+	w := newWorld(t, dbtest.Backends()[0])
 	resp, err := http.Get(w.api.URL + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // only and cannot mint operator keys; over REST and MCP alike.
 func TestRoles(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, dbtest.Engines()[0])
+	w := newWorld(t, dbtest.Backends()[0])
 	pub, admin := w.keys["alice/publisher"], w.keys["alice/admin"]
 	for _, c := range callers {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,9 +74,9 @@ func roleOf(w *world, key string) string {
 // owner's.
 func TestKeyLifecycle(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			w := newWorld(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			w := newWorld(t, backend)
 			admin := w.keys["alice/admin"]
 			for _, c := range callers {
 				t.Run(c.name, func(t *testing.T) {
@@ -139,9 +139,9 @@ func TestKeyLifecycle(t *testing.T) {
 // one deletes its keys, endpoints, events and deliveries.
 func TestOwners(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			w := newWorld(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			w := newWorld(t, backend)
 			op := w.operator
 			call := func(name, ownerName string, args map[string]any) result {
 				return w.rest(w.op(name), op, ownerName, args)

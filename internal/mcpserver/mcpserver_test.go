@@ -62,9 +62,9 @@ func TestToolsGolden(t *testing.T) {
 // created, sent a test and its delivery read back.
 func TestClient(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			b := setup(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			b := setup(t, backend)
 			for _, tr := range transports {
 				t.Run(tr.name, func(t *testing.T) {
 					cs := tr.connect(t, b, b.key("acme-"+tr.name, owner.Admin))
@@ -190,7 +190,7 @@ func testErrors(t *testing.T, cs *mcp.ClientSession) {
 // argument names; without it, owner-scoped tools say how to name one.
 func TestOperatorNamesOwner(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	b.key("acme", owner.Admin) // creates owner acme
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestOperatorNamesOwner(t *testing.T) {
 // and a revoked key's next request fails.
 func TestHTTPNeedsKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	if _, err := dialHTTP(b.api.URL+"/mcp", "hkd_not-a-key"); err == nil {
 		t.Error("connected with an unknown key")
 	}
@@ -258,7 +258,7 @@ func TestHTTPNeedsKey(t *testing.T) {
 // every call, so a key revoked mid-session stops at once.
 func TestStdioRevokedKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	k, err := b.h.Ops.CreateKey(context.Background(), "acme", owner.Admin)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestStdioRevokedKey(t *testing.T) {
 // loopback with the public Host; the key, not the Host, decides.
 func TestBehindProxy(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	req, _ := http.NewRequest(http.MethodPost, b.api.URL+"/mcp", strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"proxy","version":"1"}}}`))
 	req.Host = "hookd.example.com"

@@ -14,7 +14,7 @@ import (
 // not match it, naming the field.
 func TestSchemaTools(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Engines()[0])
+	b := setup(t, dbtest.Backends()[0])
 	cs := connectHTTP(t, b, b.key("acme", owner.Admin))
 	schema := map[string]any{"type": "object", "required": []string{"amount"}, "properties": map[string]any{"amount": map[string]any{"type": "integer", "minimum": 0}}}
 	if e := call(t, cs, "event_types.put", map[string]any{"name": "order.paid", "exposure": "webhook", "schema": map[string]any{"type": 7}}, nil); e == nil || e.Error.Code != "invalid" || !strings.Contains(e.Error.Message, "schema/type") {

@@ -19,9 +19,9 @@ import (
 // at debug level, over a full create → test → deliver → rotate cycle).
 func TestSecretsShownOnce(t *testing.T) {
 	t.Parallel()
-	for _, eng := range dbtest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			b := setup(t, eng)
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			b := setup(t, backend)
 			adminKey := b.key("acme", owner.Admin)
 			secrets := []string{adminKey}
 			var seen []string // every answer other than the create/rotate ones

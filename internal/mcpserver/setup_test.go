@@ -36,13 +36,13 @@ type bundle struct {
 	logs     *hookdtest.Logs
 }
 
-// setup starts hookd (workers on) on eng, logging at debug level into
+// setup starts hookd (workers on) on backend, logging at debug level into
 // b.logs, and a receiver that answers 204.
-func setup(t *testing.T, eng dbtest.Engine) *bundle {
+func setup(t *testing.T, backend dbtest.Backend) *bundle {
 	t.Helper()
 	logs := hookdtest.NewLogs()
 	log := logs.Logger(slog.LevelDebug)
-	cfg := hookdtest.Config(eng.Config(t))
+	cfg := hookdtest.Config(backend.Config(t))
 	cfg.Log = log
 	h, api := hookdtest.Start(t, cfg)
 	tools, err := mcpserver.New(mcpserver.Config{Ops: h.Ops, Log: log})

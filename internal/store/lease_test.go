@@ -210,7 +210,7 @@ func TestLeaseConcurrentSlots(t *testing.T) {
 // BenchmarkLease: take + release of one endpoint's lease, the two queries
 // every standard-profile delivery adds.
 func BenchmarkLease(b *testing.B) {
-	for _, e := range dbtest.Engines() {
+	for _, e := range dbtest.Backends() {
 		b.Run(e.Name, func(b *testing.B) {
 			s := newBundle(b, dbtest.Open(b, e.Config(b)))
 			s.owner("acme")

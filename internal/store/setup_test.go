@@ -33,12 +33,12 @@ type bundle struct {
 	q   *store.Q
 }
 
-// setup runs fn once per backend (dbtest.Engines: a temp-file SQLite, and
+// setup runs fn once per backend (dbtest.Backends: a temp-file SQLite, and
 // a fresh PostgreSQL schema when HOOKD_TEST_POSTGRES is set), in parallel,
 // each with its own bundle: so the one SQL text is proven on both.
 func setup(t *testing.T, fn func(t *testing.T, s *bundle)) {
 	t.Helper()
-	for _, e := range dbtest.Engines() {
+	for _, e := range dbtest.Backends() {
 		t.Run(e.Name, func(t *testing.T) {
 			t.Parallel()
 			cfg := e.Config(t)

@@ -374,7 +374,7 @@ func TestMigrateIdempotent(t *testing.T) {
 func TestMigrateConcurrent(t *testing.T) {
 	t.Parallel()
 	cases := map[string]func(t testing.TB) store.Config{}
-	for _, e := range dbtest.Engines() {
+	for _, e := range dbtest.Backends() {
 		cases[e.Name] = e.Config
 	}
 	cases["postgres-new-schema"] = func(t testing.TB) store.Config {
