@@ -9,11 +9,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/profile"
 )
 
-// The defaults of Config's fields, shared with the hookd command's flags.
+// The defaults of Config's fields, shared with the hookd command's flags
+// (the delivery service's own defaults, where it has the setting).
 // The timeouts nest: an HTTP request ends inside its job's timeout, and a
 // job ends before its endpoint's lease or River's stuck-job rescue could
 // hand the endpoint to another process.
@@ -21,13 +23,13 @@ const (
 	DefaultDatabase             = "hookd.db"
 	DefaultProfile              = "standard"
 	DefaultWorkers              = 100
-	DefaultHTTPTimeout          = 10 * time.Second
-	DefaultJobTimeout           = 15 * time.Second
-	DefaultLeaseFor             = 20 * time.Second
+	DefaultHTTPTimeout          = delivery.DefaultHTTPTimeout
+	DefaultJobTimeout           = delivery.DefaultJobTimeout
+	DefaultLeaseFor             = delivery.DefaultLeaseFor
 	DefaultRescueStuckJobsAfter = time.Minute
-	DefaultBusySnooze           = 2 * time.Second
-	DefaultRetention            = 30 * 24 * time.Hour
-	DefaultDrainMax             = 1000
+	DefaultBusySnooze           = delivery.DefaultBusySnooze
+	DefaultRetention            = delivery.DefaultRetention
+	DefaultDrainMax             = delivery.DefaultDrainMax
 )
 
 // Config configures a Hookd. The zero value of every field but MasterKey

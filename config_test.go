@@ -73,7 +73,7 @@ func TestDefaultsPinTheProfiles(t *testing.T) {
 		{"DefaultRetention", hookd.DefaultRetention, 30 * 24 * time.Hour},
 		{"DefaultLeaseFor", hookd.DefaultLeaseFor, 20 * time.Second},
 		{"egress.DefaultTimeout", egress.DefaultTimeout, 10 * time.Second},
-		{"delivery.JobTimeout", delivery.JobTimeout, 15 * time.Second},
+		{"delivery.DefaultJobTimeout", delivery.DefaultJobTimeout, 15 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %s, want %s", c.name, c.got, c.want)

@@ -30,8 +30,8 @@ func TestKworkRetrySchedule(t *testing.T) {
 	if got, want := profile.KworkRetry.Total(), 7*time.Hour+12*time.Minute+30*time.Second; got != want {
 		t.Fatalf("kwork schedule totals %s, want %s", got, want)
 	}
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		rc.setRespond(status(500))
@@ -103,11 +103,11 @@ func TestKworkRetrySchedule(t *testing.T) {
 // shortened here) is a failed send, retried after 30 s.
 func TestKworkTimeoutRetries(t *testing.T) {
 	t.Parallel()
-	if egress.DefaultTimeout != 10*time.Second || delivery.JobTimeout != 15*time.Second {
-		t.Fatalf("timeouts %s/%s, want 10s inside 15s", egress.DefaultTimeout, delivery.JobTimeout)
+	if egress.DefaultTimeout != 10*time.Second || delivery.DefaultJobTimeout != 15*time.Second {
+		t.Fatalf("timeouts %s/%s, want 10s inside 15s", egress.DefaultTimeout, delivery.DefaultJobTimeout)
 	}
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		rc.setRespond(func(r *http.Request, _ int) (int, http.Header) {
@@ -144,11 +144,11 @@ func TestKworkTimeoutRetries(t *testing.T) {
 // parallel, up to its max_in_flight (default 8) and never more.
 func TestKworkParallelDeliveries(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
 		// The receiver holds requests while the test looks; on a loaded
 		// machine that can outlast the 10 s HTTP timeout, so every timing
 		// that nests around it is stretched in proportion.
-		b := setup(t, eng, setupOpts{mutate: func(c *hookd.Config) {
+		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			c.HTTPTimeout, c.JobTimeout, c.LeaseFor, c.RescueStuckJobsAfter = time.Minute, 70*time.Second, 80*time.Second, 2*time.Minute
 		}})
 		shop := b.kworkOwner("shop", shopApp)
@@ -232,8 +232,8 @@ func TestKworkParallelDeliveries(t *testing.T) {
 // not after the 5-minute cooldown a failing endpoint puts on new events.
 func TestKworkSendTestOnFailingSubscription(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, eng dbtest.Engine) {
-		b := setup(t, eng)
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		rc.setRespond(status(500))

@@ -33,9 +33,6 @@ type DeliverArgs struct {
 // Kind is the job kind River knows the deliver job by.
 func (DeliverArgs) Kind() string { return "webhook.deliver" }
 
-// JobTimeout bounds one attempt (the HTTP timeout of 10 s sits inside it).
-const JobTimeout = 15 * time.Second
-
 type deliverWorker struct {
 	river.WorkerDefaults[DeliverArgs]
 	s *Service

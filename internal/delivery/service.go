@@ -162,6 +162,19 @@ func (s *Service) hook() Hooks {
 	return Hooks{}
 }
 
+// The defaults of Config's fields, the one copy of each: hookd.Config's
+// Default* are these. The timeouts nest: an HTTP request (egress's
+// DefaultTimeout) ends inside its job's timeout, and a job ends before its
+// endpoint's lease could pass to another process.
+const (
+	DefaultHTTPTimeout = egress.DefaultTimeout
+	DefaultJobTimeout  = 15 * time.Second
+	DefaultLeaseFor    = 20 * time.Second
+	DefaultBusySnooze  = 2 * time.Second
+	DefaultRetention   = 30 * 24 * time.Hour
+	DefaultDrainMax    = 1000
+)
+
 // New returns the delivery service for cfg, with defaults filled in.
 func New(cfg Config) *Service {
 	if cfg.Now == nil {
@@ -174,25 +187,25 @@ func New(cfg Config) *Service {
 		cfg.Rules = endpoint.DefaultRules
 	}
 	if cfg.LeaseFor == 0 {
-		cfg.LeaseFor = 20 * time.Second
+		cfg.LeaseFor = DefaultLeaseFor
 	}
 	if cfg.BusySnooze == 0 {
-		cfg.BusySnooze = 2 * time.Second
+		cfg.BusySnooze = DefaultBusySnooze
 	}
 	if cfg.MaxRetryAfter == 0 {
 		cfg.MaxRetryAfter = time.Hour
 	}
 	if cfg.Retention == 0 {
-		cfg.Retention = 30 * 24 * time.Hour
+		cfg.Retention = DefaultRetention
 	}
 	if cfg.JobTimeout == 0 {
-		cfg.JobTimeout = JobTimeout
+		cfg.JobTimeout = DefaultJobTimeout
 	}
 	if cfg.HTTPTimeout == 0 {
-		cfg.HTTPTimeout = 10 * time.Second
+		cfg.HTTPTimeout = DefaultHTTPTimeout
 	}
 	if cfg.DrainMax == 0 {
-		cfg.DrainMax = 1000
+		cfg.DrainMax = DefaultDrainMax
 	}
 	if cfg.DrainBatch == 0 {
 		cfg.DrainBatch = 32
