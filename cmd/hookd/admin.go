@@ -47,6 +47,17 @@ func openOps(ctx context.Context, f *dbFlags, stderr io.Writer) (*hookdApp, erro
 	return openApp(ctx, f, log)
 }
 
+// withOps runs do with the ops opened on the flags' database and closes
+// them after, joining a failed close into do's error.
+func withOps(ctx context.Context, f *dbFlags, stderr io.Writer, do func(app *hookdApp) error) (err error) {
+	app, err := openOps(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	defer closing(&err, app)
+	return do(app)
+}
+
 const apikeyUsage = `usage: hookd apikey <subcommand> [flags]
 
 subcommands:
@@ -71,7 +82,7 @@ func apikey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return apikeyRevoke(ctx, args, stdout, stderr)
 }
 
-func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.New("apikey create", "hookd apikey create --owner ID [--role admin|publisher|operator] [flags]",
 		"Creates an API key and prints it once, on the last line. The owner is created\n(profile standard) when it does not exist. Operator keys belong to no owner.")
 	var f dbFlags
@@ -88,20 +99,17 @@ func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *ownerID == "" && role != owner.Operator {
 		return fs.Errorf("--owner is required for %s keys", role)
 	}
-	app, err := openOps(ctx, &f, stderr)
-	if err != nil {
-		return err
-	}
-	defer closing(&err, app)
-	k, err := app.Ops.CreateKey(ctx, *ownerID, role)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created %s key %s for owner %q; it is shown only now:\n%s\n", k.Role, k.ID, k.OwnerID, k.Secret)
-	return nil
+	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		k, err := app.Ops.CreateKey(ctx, *ownerID, role)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created %s key %s for owner %q; it is shown only now:\n%s\n", k.Role, k.ID, k.OwnerID, k.Secret)
+		return nil
+	})
 }
 
-func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.New("apikey list", "hookd apikey list [--owner ID] [--json] [flags]",
 		"Lists API keys (never their secrets): every key, or one owner's with --owner.")
 	var f dbFlags
@@ -111,26 +119,24 @@ func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	app, err := openOps(ctx, &f, stderr)
-	if err != nil {
-		return err
-	}
-	defer closing(&err, app)
-	var ks []*owner.APIKey
-	if *ownerID == "" {
-		ks, err = app.DB.Q().AllAPIKeys(ctx)
-	} else {
-		ks, err = app.DB.Q().ListAPIKeys(ctx, *ownerID)
-	}
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ks)
-	}
-	return printKeys(stdout, ks)
+	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		var ks []*owner.APIKey
+		var err error
+		if *ownerID == "" {
+			ks, err = app.DB.Q().AllAPIKeys(ctx)
+		} else {
+			ks, err = app.DB.Q().ListAPIKeys(ctx, *ownerID)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(ks)
+		}
+		return printKeys(stdout, ks)
+	})
 }
 
 // printKeys writes keys as an aligned table.
@@ -150,7 +156,7 @@ func printKeys(w io.Writer, ks []*owner.APIKey) error {
 	return tw.Flush()
 }
 
-func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.New("apikey revoke", "hookd apikey revoke KEY_ID [flags]",
 		"Revokes a key at once, whoever owns it ('hookd apikey list' shows the ids).", "KEY_ID")
 	var f dbFlags
@@ -159,17 +165,14 @@ func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	app, err := openOps(ctx, &f, stderr)
-	if err != nil {
-		return err
-	}
-	defer closing(&err, app)
-	k, err := app.DB.Q().RevokeAPIKeyByID(ctx, pos[0], app.now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "revoked %s key %s of owner %q\n", k.Role, k.ID, k.OwnerID)
-	return nil
+	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		k, err := app.DB.Q().RevokeAPIKeyByID(ctx, pos[0], app.now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s key %s of owner %q\n", k.Role, k.ID, k.OwnerID)
+		return nil
+	})
 }
 
 const ownerUsage = `usage: hookd owner <subcommand> [flags]
@@ -180,8 +183,8 @@ subcommands:
 Run 'hookd owner create -h' for its flags and the kwork attributes.
 `
 
-func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	_, args, err = cliflag.Group(args, ownerUsage, "create")
+func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	_, args, err := cliflag.Group(args, ownerUsage, "create")
 	if err != nil {
 		return err
 	}
@@ -199,17 +202,14 @@ func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if err != nil {
 		return err
 	}
-	app, err := openOps(ctx, &f, stderr)
-	if err != nil {
-		return err
-	}
-	defer closing(&err, app)
-	o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created owner %s (profile %s)\n", o.ID, o.Profile)
-	return nil
+	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created owner %s (profile %s)\n", o.ID, o.Profile)
+		return nil
+	})
 }
 
 type attrFlag map[string]string

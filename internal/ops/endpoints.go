@@ -12,6 +12,7 @@ import (
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -259,17 +260,28 @@ func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointR
 	return &Empty{}, s.DB.Q().DeleteEndpoint(ctx, p.OwnerID, in.ID)
 }
 
-func (s *Service) sendTest(ctx context.Context, p Principal, in *EndpointRef) (*TestSent, error) {
+// enabledEndpoint reads the principal's endpoint id and its owner's
+// profile for something that sends to it (doing: "sending a test"), which
+// a disabled endpoint refuses with a Conflict.
+func (s *Service) enabledEndpoint(ctx context.Context, p Principal, id, doing string) (*endpoint.Endpoint, profile.Profile, error) {
 	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, in.ID)
+	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !e.Enabled {
-		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before sending a test", e.ID)
+		return nil, nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before %s", e.ID, doing)
+	}
+	return e, prof, nil
+}
+
+func (s *Service) sendTest(ctx context.Context, p Principal, in *EndpointRef) (*TestSent, error) {
+	e, prof, err := s.enabledEndpoint(ctx, p, in.ID, "sending a test")
+	if err != nil {
+		return nil, err
 	}
 	pub, err := s.Delivery.SendTest(ctx, e, prof)
 	if err != nil {
@@ -347,16 +359,9 @@ func WithBasePath(ctx context.Context, prefix string) context.Context {
 }
 
 func (s *Service) redeliver(ctx context.Context, p Principal, in *EndpointRef) (*Redelivered, error) {
-	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
+	e, prof, err := s.enabledEndpoint(ctx, p, in.ID, "redelivering")
 	if err != nil {
 		return nil, err
-	}
-	e, err := s.DB.Q().GetEndpoint(ctx, p.OwnerID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	if !e.Enabled {
-		return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before redelivering", e.ID)
 	}
 	n, err := s.Delivery.Redeliver(ctx, e, prof)
 	if err != nil {
