@@ -7,7 +7,7 @@ PKGS ?= ./...
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet ts-build mcp-client test-go test-ts ## everything CI runs: vet, Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests, the official MCP client
+test: vet lint ts-build mcp-client test-go test-ts ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests, the official MCP client
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
