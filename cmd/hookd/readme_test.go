@@ -178,9 +178,9 @@ func TestReadme(t *testing.T) {
 		if lag := out.line(got).at.Sub(out.line(pub).at); lag > time.Second {
 			t.Errorf("%s was printed %s after the publish answered, want within a second", typ, lag)
 		}
-		if !strings.Contains(out.text(), `"id": "`+id+`"`) {
-			t.Errorf("the listener printed no body with the published id %s", id)
-		}
+		// The body follows the line that announced it: wait for it too
+		// (its lines may not have been read yet).
+		out.waitFor(t, got, regexp.MustCompile(`"id": "`+regexp.QuoteMeta(id)+`"`), 5*time.Second)
 		return got
 	}
 

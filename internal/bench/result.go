@@ -135,7 +135,11 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	line("peak RSS", "%.1f MB (VmHWM of %s)", float64(r.PeakRSS)/(1<<20), r.RSSScope)
 	r.writeCPU(line)
 	line("bad signatures", "%d", r.BadSignatures)
-	line("lost deliveries", "%d%s", r.Lost, map[bool]string{true: " (stalled: the wait ended first)"}[r.Stalled])
+	stalled := ""
+	if r.Stalled {
+		stalled = " (stalled: the wait ended first)"
+	}
+	line("lost deliveries", "%d%s", r.Lost, stalled)
 	line("duplicate receipts", "%d (of %d requests)", r.Duplicates, r.Requests)
 	line("max in flight", "%d (most requests one endpoint served at once)", r.MaxInFlight)
 	if r.Redone > 0 || r.Stray > 0 {

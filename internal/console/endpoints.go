@@ -272,7 +272,11 @@ func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
-	c.done(w, r, id, map[bool]string{true: "enabled", false: "disabled"}[on], 0)
+	what := "disabled"
+	if on {
+		what = "enabled"
+	}
+	c.done(w, r, id, what, 0)
 }
 
 type confirmData struct {

@@ -55,62 +55,36 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-/** A required header is absent or empty. */
-export class MissingHeaderError extends WebhookVerificationError {
-  static readonly errorCode = 'missing_header';
-  declare readonly code: 'missing_header';
-  constructor(message: string) {
-    super('missing_header', message);
-    this.name = 'MissingHeaderError';
-  }
+/**
+ * The base of each code's own class: `static errorCode` makes `instanceof`
+ * match by code across copies of the package (see Symbol.hasInstance above),
+ * and `code` is typed as that one code.
+ */
+function errorOfCode<C extends WebhookErrorCode>(code: C, name: string) {
+  return class extends WebhookVerificationError {
+    static readonly errorCode: C = code;
+    declare readonly code: C;
+    constructor(message: string) {
+      super(code, message);
+      this.name = name;
+    }
+  };
 }
+
+/** A required header is absent or empty. */
+export class MissingHeaderError extends errorOfCode('missing_header', 'MissingHeaderError') {}
 
 /** A header is present but cannot be parsed (bad timestamp, no v1=, ...). */
-export class MalformedHeaderError extends WebhookVerificationError {
-  static readonly errorCode = 'malformed_header';
-  declare readonly code: 'malformed_header';
-  constructor(message: string) {
-    super('malformed_header', message);
-    this.name = 'MalformedHeaderError';
-  }
-}
+export class MalformedHeaderError extends errorOfCode('malformed_header', 'MalformedHeaderError') {}
 
 /** No signature in the header matches the one computed with the secret. */
-export class NoMatchingSignatureError extends WebhookVerificationError {
-  static readonly errorCode = 'no_matching_signature';
-  declare readonly code: 'no_matching_signature';
-  constructor(message: string) {
-    super('no_matching_signature', message);
-    this.name = 'NoMatchingSignatureError';
-  }
-}
+export class NoMatchingSignatureError extends errorOfCode('no_matching_signature', 'NoMatchingSignatureError') {}
 
 /** The signed timestamp is more than the tolerance in the past. */
-export class TimestampTooOldError extends WebhookVerificationError {
-  static readonly errorCode = 'timestamp_too_old';
-  declare readonly code: 'timestamp_too_old';
-  constructor(message: string) {
-    super('timestamp_too_old', message);
-    this.name = 'TimestampTooOldError';
-  }
-}
+export class TimestampTooOldError extends errorOfCode('timestamp_too_old', 'TimestampTooOldError') {}
 
 /** The signed timestamp is more than the tolerance in the future. */
-export class TimestampTooNewError extends WebhookVerificationError {
-  static readonly errorCode = 'timestamp_too_new';
-  declare readonly code: 'timestamp_too_new';
-  constructor(message: string) {
-    super('timestamp_too_new', message);
-    this.name = 'TimestampTooNewError';
-  }
-}
+export class TimestampTooNewError extends errorOfCode('timestamp_too_new', 'TimestampTooNewError') {}
 
 /** The signature is valid but the body is not UTF-8 JSON with an object at the top. */
-export class InvalidBodyError extends WebhookVerificationError {
-  static readonly errorCode = 'invalid_body';
-  declare readonly code: 'invalid_body';
-  constructor(message: string) {
-    super('invalid_body', message);
-    this.name = 'InvalidBodyError';
-  }
-}
+export class InvalidBodyError extends errorOfCode('invalid_body', 'InvalidBodyError') {}
