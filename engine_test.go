@@ -16,10 +16,9 @@ import (
 )
 
 // wait bounds a test's wait for something hookd will do. It is longer
-// than the lease (DefaultLeaseFor, 20 s) because of the known tail
-// (docs/performance.md, "Known tail"): now and then a delivery deferred
-// behind a held lease waits the lease out. The waits return as soon as
-// their condition holds, so only such a run pays for it.
+// than the lease (DefaultLeaseFor, 20 s), so that a delivery that waits a
+// lease out (a holder that died) still arrives within it; the waits
+// return as soon as their condition holds, so a passing run pays nothing.
 const wait = 30 * time.Second
 
 func TestPublishDeliversSignedThinEnvelope(t *testing.T) {
