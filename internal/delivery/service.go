@@ -4,7 +4,8 @@
 //
 //   - publish.go: Publish writes the event rows and their webhook.fanout
 //     jobs in the caller's transaction (group.go commits single publishes
-//     in groups);
+//     in groups; schema.go checks each event's data against its type's
+//     schema first);
 //   - fanout.go: the webhook.fanout worker offers an event to its owner's
 //     endpoints (globs, scope) and enqueues one delivery and one
 //     webhook.deliver job each;
