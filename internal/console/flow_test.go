@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 )
 
 // TestFlow is what a new user does in the browser, on both engines: sign
@@ -129,10 +131,18 @@ func TestFlow(t *testing.T) {
 			if !strings.HasPrefix(link, "/admin/tasks?job=") {
 				t.Fatalf("test delivery's task link is %q", link)
 			}
-			if st := p.open(link); st != http.StatusOK {
-				t.Fatalf("task page: %d", st)
-			}
-			if got := p.text("main"); !strings.Contains(got, "webhook.deliver") || !strings.Contains(got, "completed") {
+			// hookd records the delivery inside the job, and River marks
+			// the job completed once it returns: the page may show it
+			// running for a moment, so it is opened again until then.
+			var got string
+			hookdtest.WaitFor(10*time.Second, nil, func() bool {
+				if st := p.open(link); st != http.StatusOK {
+					t.Fatalf("task page: %d", st)
+				}
+				got = p.text("main")
+				return strings.Contains(got, "completed")
+			})
+			if !strings.Contains(got, "webhook.deliver") || !strings.Contains(got, "completed") {
 				t.Errorf("task page says %q", got)
 			}
 			if shots {
