@@ -78,13 +78,7 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		}
 		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
-		gate, releaseGate := releasedAtEnd(t)
-		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
-			if n == 1 {
-				<-gate // the first delivery's job holds the slot meanwhile
-			}
-			return 200, nil
-		})
+		releaseGate := holdFirst(t, rc, http.StatusOK) // the first delivery's job holds the slot meanwhile
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
 		reached := make(chan struct{})
@@ -195,13 +189,7 @@ func TestWokenJobNeedsNoPoll(t *testing.T) {
 			c.DrainMax = 4
 		}})
 		rc := newReceiver(t)
-		gate, release := releasedAtEnd(t)
-		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
-			if n == 1 {
-				<-gate // hold the slot while the rest are fanned out (and deferred)
-			}
-			return 200, nil
-		})
+		release := holdFirst(t, rc, http.StatusOK) // hold the slot while the rest are fanned out (and deferred)
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
 		b.publish("hot.item", `{"i":0}`)
@@ -238,13 +226,7 @@ func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
 		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.LeaseFor = time.Hour }})
 		rc := newReceiver(t)
-		gate, release := releasedAtEnd(t)
-		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
-			if n == 1 {
-				<-gate
-			}
-			return 200, nil
-		})
+		release := holdFirst(t, rc, http.StatusOK)
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
 		b.publish("hot.item", `{"i":0}`)
@@ -270,14 +252,7 @@ func TestFailedHolderWakesDeferred(t *testing.T) {
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
 		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
 		rc := newReceiver(t)
-		gate, releaseGate := releasedAtEnd(t)
-		rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
-			if n == 1 {
-				<-gate // the first delivery's job holds the slot meanwhile
-				return http.StatusInternalServerError, nil
-			}
-			return http.StatusOK, nil
-		})
+		releaseGate := holdFirst(t, rc, http.StatusInternalServerError) // the first delivery's job holds the slot meanwhile
 		b.registerType("hot.item")
 		ep := b.endpoint(rc.URL, "hot.item")
 		b.publish("hot.item", `{"i":0}`)
@@ -294,4 +269,18 @@ func TestFailedHolderWakesDeferred(t *testing.T) {
 		}
 		b.waitDelivery(ep.ID, second, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
 	})
+}
+
+// holdFirst makes rc hold its first request until release (or the test's
+// end) and answer it with first; it answers every later request 200.
+func holdFirst(t *testing.T, rc *receiver, first int) (release func()) {
+	gate, release := releasedAtEnd(t)
+	rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+		if n == 1 {
+			<-gate
+			return first, nil
+		}
+		return http.StatusOK, nil
+	})
+	return release
 }
