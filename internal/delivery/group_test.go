@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,6 +331,43 @@ func TestPublishGroupDatabaseError(t *testing.T) {
 			t.Fatalf("after repair: %+v, %v", p, err)
 		}
 	})
+}
+
+// TestPublishGroupCommitFailure: the group's events go out with its
+// COMMIT in one round trip (PostgreSQL); when the COMMIT itself fails, every
+// caller of the group gets that failure and none is published again alone
+// (a failed commit's outcome is unknown), and nothing is half-written. A
+// deferred constraint trigger makes the COMMIT, not the INSERT, fail.
+func TestPublishGroupCommitFailure(t *testing.T) {
+	t.Parallel()
+	b := openGroupBench(t, dbtest.Backend{Name: "postgres", Config: dbtest.Postgres}) // a deferred trigger: PostgreSQL only
+	dbtest.Exec(t, b.db, `CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.subject = 'refused-at-commit' THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$`)
+	dbtest.Exec(t, b.db, `CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON hookd_events
+		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()`)
+	h := holdFirstGroup(b)
+	refused := paid("", 2)
+	refused.Subject = "refused-at-commit"
+	answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{paid("", 1), refused, paid("k", 3)})
+	if a := answers[3]; a.err != nil {
+		t.Fatalf("the held group's caller: %v", a.err)
+	}
+	for i, a := range answers[:3] {
+		if a.err == nil || !strings.Contains(a.err.Error(), "refused at commit") {
+			t.Fatalf("caller %d: %+v, %v; want the COMMIT's failure", i, a.pub, a.err)
+		}
+	}
+	if got := h.groupSizes(); len(got) != 2 || got[1] != 3 {
+		t.Fatalf("group sizes %v; want [1 3]", got)
+	}
+	wantWritten(t, b.db, 1, 1) // the held group's event and its job only
+	// The connection's failed transaction was ended: the next publish
+	// commits.
+	p, err := b.svc.PublishOne(context.Background(), paid("k", 4))
+	if err != nil || p.Duplicate {
+		t.Fatalf("after the failed commit: %+v, %v", p, err)
+	}
+	wantWritten(t, b.db, 2, 2)
 }
 
 // TestPublishOneAlone: a lone publisher is not held back: its group is

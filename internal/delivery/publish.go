@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/riverqueue/river"
@@ -66,12 +65,12 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
-	rules, refused, err := s.admit(ctx, q, evs, s.precheck(evs))
+	v, err := s.admit(ctx, q, evs, s.precheck(evs))
 	if err != nil {
 		return nil, err
 	}
 	// All or none: one event refused refuses the batch.
-	for i, err := range refused {
+	for i, err := range v.refused {
 		if err != nil {
 			if len(evs) > 1 {
 				return nil, apperr.Prefix(fmt.Sprintf("events[%d]", i), err)
@@ -79,7 +78,7 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 			return nil, err
 		}
 	}
-	return s.insert(ctx, q, evs, rules, nil)
+	return s.insert(ctx, q, evs, v, nil, leaveOpen)
 }
 
 // prepare validates evs and fills in what publishing decides: the compact
@@ -116,24 +115,40 @@ func (s *Service) prepare(evs []*event.Event, by publisher) error {
 	return nil
 }
 
+// txEnd says whether insert's write is its transaction's last.
+type txEnd bool
+
+const (
+	// leaveOpen: the caller's transaction goes on (Publish).
+	leaveOpen txEnd = false
+	// commitWithInsert: a group commit's transaction ends with the
+	// events' INSERT, which goes out with its COMMIT
+	// (store.Q.InsertEventsAndCommit).
+	commitWithInsert txEnd = true
+)
+
 // insert writes prepared, admitted events and their fanout jobs in q's
-// transaction; rules[i] is event i's type rule, from admit. traces, when
+// transaction; v.rules[i] is event i's type rule, from admit. traces, when
 // not nil, is each event's trace context, carried by its fanout job (a
 // group commit's events come from different callers); nil: every job
 // carries ctx's, the trace of the one publish.
-func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, rules []store.Rule, traces []map[string]string) ([]Published, error) {
+func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, v verdicts, traces []map[string]string, end txEnd) ([]Published, error) {
 	exposure := make([]event.Exposure, len(evs))
 	for i := range evs {
-		exposure[i] = rules[i].Exposure
+		exposure[i] = v.rules[i].Exposure
 	}
 	// Fanout jobs first, so each event row is written once, with its job
 	// (another fanout of the same owner may fan the event out first and
 	// delete that job). A job made for an event that turns out to repeat an
 	// idempotency key is deleted again below.
-	if err := s.insertFanoutJobs(ctx, q, evs, exposure, traces); err != nil {
+	if err := s.insertFanoutJobs(ctx, q, evs, exposure, v.subscribed, traces); err != nil {
 		return nil, err
 	}
-	res, err := q.InsertEvents(ctx, evs)
+	insertEvents := q.InsertEvents
+	if end == commitWithInsert {
+		insertEvents = q.InsertEventsAndCommit
+	}
+	res, err := insertEvents(ctx, evs)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +161,12 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, ru
 		}
 	}
 	if err := q.DeleteJobs(ctx, unused); err != nil {
-		return nil, err
+		if end != commitWithInsert {
+			return nil, err
+		}
+		// Committed already: the job's fanout finds no event of its id and
+		// ends without doing anything, so the events' callers are answered.
+		s.log.Warn("publish: the fanout jobs of repeated idempotency keys stay; each will find no event and end", "jobs", unused, "error", err)
 	}
 	if s.cfg.Metrics != nil {
 		s.countPublished(ctx, q, evs, res)
@@ -158,39 +178,24 @@ func (s *Service) insert(ctx context.Context, q *store.Q, evs []*event.Event, ru
 }
 
 // insertFanoutJobs inserts the fanout jobs of the webhook-exposed events
-// (exposure[i] is evs[i]'s) whose owner has an enabled endpoint, and sets
-// each such event's FanoutJob; traces as for insert.
-func (s *Service) insertFanoutJobs(ctx context.Context, q *store.Q, evs []*event.Event, exposure []event.Exposure, traces []map[string]string) error {
-	var withJob []int // of evs
-	for i := range evs {
-		if exposure[i] == event.Webhook {
-			withJob = append(withJob, i)
-		}
-	}
-	// An owner without an enabled endpoint has nothing to fan out to: its
-	// events are stored with no fanout job, as if their fanout had run at
-	// once (one query for the whole batch, where a job would cost a River
-	// fetch, a fanout transaction and a completion each).
-	if len(withJob) > 0 {
-		owners := make([]string, 0, 1)
-		for _, i := range withJob {
-			if !slices.Contains(owners, evs[i].OwnerID) {
-				owners = append(owners, evs[i].OwnerID)
-			}
-		}
-		subscribed, err := q.OwnersWithEndpoints(ctx, owners)
-		if err != nil {
-			return err
-		}
-		withJob = slices.DeleteFunc(withJob, func(i int) bool { return !subscribed[evs[i].OwnerID] })
-	}
+// (exposure[i] is evs[i]'s) whose owner has an enabled endpoint
+// (subscribed, from admit), and sets each such event's FanoutJob; traces
+// as for insert. An owner without an enabled endpoint has nothing to fan
+// out to: its events are stored with no fanout job, as if their fanout had
+// run at once (where a job would cost a River fetch, a fanout transaction
+// and a completion each).
+func (s *Service) insertFanoutJobs(ctx context.Context, q *store.Q, evs []*event.Event, exposure []event.Exposure, subscribed map[string]bool, traces []map[string]string) error {
 	var jobs []river.InsertManyParams
-	for _, i := range withJob {
-		p := river.InsertManyParams{Args: FanoutArgs{EventID: evs[i].ID}}
+	var withJob []int // of evs
+	for i, ev := range evs {
+		if exposure[i] != event.Webhook || !subscribed[ev.OwnerID] {
+			continue
+		}
+		p := river.InsertManyParams{Args: FanoutArgs{EventID: ev.ID}}
 		if traces != nil {
 			p.InsertOpts = &river.InsertOpts{Metadata: traceMetadata(traces[i])}
 		}
-		jobs = append(jobs, p)
+		jobs, withJob = append(jobs, p), append(withJob, i)
 	}
 	if len(jobs) == 0 {
 		return nil

@@ -89,41 +89,54 @@ func validateAll(n int, check func(j int)) {
 	wg.Wait()
 }
 
-// admit reads the rule of each event's type in q's transaction (one read
-// per owner and type) and checks the event's data against the type's
-// schema, keeping precheck's verdict (pre, nil for none) where it was
-// reached with that schema. refused[i] is event i's refusal (nil:
-// admitted); err is a failure of the reads, which admits nothing. It
-// writes nothing, so a group commit answers a refused caller alone and
-// goes on with the others.
-func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre []checked) (rules []store.Rule, refused []error, err error) {
-	type key struct{ owner, typ string }
-	seen := map[key]store.Rule{}
-	rules = make([]store.Rule, len(evs))
-	refused = make([]error, len(evs))
+// verdicts is what admit decided of a publish's events.
+type verdicts struct {
+	rules []store.Rule // event i's type rule
+	// subscribed are the events' owners with an enabled endpoint: only
+	// their events get fanout jobs.
+	subscribed map[string]bool
+	refused    []error // event i's refusal (nil: admitted)
+}
+
+// admit reads the rule of each event's type and which of the events'
+// owners have endpoints, in q's transaction and in one statement (in a
+// group commit it goes out with BEGIN), and checks each event's data
+// against its type's schema, keeping precheck's verdict (pre, nil for
+// none) where it was reached with that schema. err is a failure of the
+// reads, which admits nothing. It writes nothing, so a group commit
+// answers a refused caller alone and goes on with the others.
+func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre []checked) (verdicts, error) {
+	keys := make([]store.OwnerType, 0, 1)
+	seen := make(map[store.OwnerType]bool, 1)
+	for _, ev := range evs {
+		if k := (store.OwnerType{Owner: ev.OwnerID, Type: ev.Type}); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	read, err := q.ReadPublishRules(ctx, keys)
+	if err != nil {
+		return verdicts{}, err
+	}
+	for _, k := range keys {
+		s.typeSchemas.set(k.Owner, k.Type, read.Of[k].SchemaHash)
+	}
+	v := verdicts{rules: make([]store.Rule, len(evs)), subscribed: read.Subscribed, refused: make([]error, len(evs))}
 	var todo []int // of evs, to check here
 	var schemas []*event.Schema
 	for i, ev := range evs {
-		k := key{ev.OwnerID, ev.Type}
-		r, ok := seen[k]
-		if !ok {
-			if r, err = q.TypeRule(ctx, ev.OwnerID, ev.Type); err != nil {
-				return nil, nil, err
-			}
-			seen[k] = r
-			s.typeSchemas.set(ev.OwnerID, ev.Type, r.SchemaHash)
-		}
-		rules[i] = r
+		r := read.Of[store.OwnerType{Owner: ev.OwnerID, Type: ev.Type}]
+		v.rules[i] = r
 		switch {
 		case r.SchemaHash == "":
 			continue
 		case pre != nil && pre[i].hash == r.SchemaHash:
-			refused[i] = pre[i].err
+			v.refused[i] = pre[i].err
 			continue
 		}
 		sch, err := s.schema(ctx, q, ev, r.SchemaHash)
 		if err != nil {
-			return nil, nil, err
+			return verdicts{}, err
 		}
 		if sch != nil {
 			todo = append(todo, i)
@@ -132,9 +145,9 @@ func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre
 	}
 	validateAll(len(todo), func(j int) {
 		i := todo[j]
-		refused[i] = schemas[j].Validate(evs[i].Data)
+		v.refused[i] = schemas[j].Validate(evs[i].Data)
 	})
-	return rules, refused, nil
+	return v, nil
 }
 
 // schema returns the compiled schema of a hash: kept, or read with ev's

@@ -49,57 +49,98 @@ type Inserted struct {
 // written: its result carries the earlier event's id.
 func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
 	out := make([]Inserted, 0, len(evs))
-	const perStmt = 200 // 11 params each
 	for len(evs) > 0 {
-		chunk := evs[:min(perStmt, len(evs))]
+		chunk := evs[:min(eventsPerStmt, len(evs))]
 		evs = evs[len(chunk):]
-		var sb strings.Builder
-		sb.WriteString(`INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) VALUES `)
-		args := make([]any, 0, 11*len(chunk))
-		for i, e := range chunk {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			var key any
-			if e.IdempotencyKey != "" {
-				key = e.IdempotencyKey
-			}
-			sb.WriteString("(" + placeholders(len(args)+1, 11) + ")")
-			args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
-		}
-		sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
-		ids, err := collect(ctx, q, scanOne[string], sb.String(), args...)
+		st := insertEventsStmt(chunk)
+		ids, err := collect(ctx, q, scanOne[string], st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: %w", err)
 		}
-		written := setOf(ids)
-		for _, e := range chunk {
-			if written[e.ID] {
-				out = append(out, Inserted{e.ID, true})
-				continue
-			}
-			var id string
-			err := q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
-			if err != nil {
-				return nil, fmt.Errorf("insert events: idempotency lookup: %w", err)
-			}
-			out = append(out, Inserted{id, false})
+		if out, err = q.inserted(ctx, out, chunk, setOf(ids)); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// OwnersWithEndpoints reports which of owners have at least one enabled
-// endpoint: a publish makes fanout jobs only for their events.
-func (q *Q) OwnersWithEndpoints(ctx context.Context, owners []string) (map[string]bool, error) {
-	if len(owners) == 0 {
-		return map[string]bool{}, nil
+// InsertEventsAndCommit is InsertEvents as the transaction's last write:
+// in a foreground transaction (InTxForeground on PostgreSQL) the last
+// statement and COMMIT go out in one round trip, and the earlier events of
+// repeated idempotency keys are read after the commit; elsewhere the
+// transaction commits when its function returns, as always. After it, q
+// runs each statement in a transaction of its own. A *CommitError means
+// the events may have committed: the caller must not publish them again.
+func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
+	tx, ok := q.tx.(*pipeTx)
+	if !ok || len(evs) == 0 {
+		return q.InsertEvents(ctx, evs)
 	}
-	ids, err := collect(ctx, q, scanOne[string], `SELECT DISTINCT owner_id FROM hookd_endpoints WHERE enabled = true AND owner_id IN (`+placeholders(1, len(owners))+`)`, anys(owners)...)
+	cut := len(evs) - (len(evs)-1)%eventsPerStmt - 1 // the last statement's first event
+	out, err := q.InsertEvents(ctx, evs[:cut])
 	if err != nil {
-		return nil, fmt.Errorf("owners with endpoints: %w", err)
+		return nil, err
 	}
-	return setOf(ids), nil
+	last := evs[cut:]
+	st := insertEventsStmt(last)
+	written := make(map[string]bool, len(last))
+	stmtErr, commitErr := tx.queryThenCommit(ctx, st.sql, st.args, func(r row) error {
+		id, err := scanOne[string](r)
+		written[id] = true
+		return err
+	})
+	if stmtErr != nil {
+		return nil, fmt.Errorf("insert events: %w", classify(stmtErr))
+	}
+	if commitErr != nil {
+		return nil, &CommitError{classify(commitErr)}
+	}
+	if out, err = q.inserted(ctx, out, last, written); err != nil {
+		return nil, &CommitError{err}
+	}
+	return out, nil
+}
+
+// eventsPerStmt is the most events one INSERT writes (11 parameters each).
+const eventsPerStmt = 200
+
+// insertEventsStmt inserts evs, returning the ids of those written.
+func insertEventsStmt(evs []*event.Event) stmt {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) VALUES `)
+	args := make([]any, 0, 11*len(evs))
+	for i, e := range evs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		var key any
+		if e.IdempotencyKey != "" {
+			key = e.IdempotencyKey
+		}
+		sb.WriteString("(" + placeholders(len(args)+1, 11) + ")")
+		args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
+	}
+	sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
+	return stmt{sb.String(), args}
+}
+
+// inserted appends to out what the insert of evs did, written being the
+// ids it wrote: an event not written repeated an idempotency key, and its
+// result is the earlier event's id.
+func (q *Q) inserted(ctx context.Context, out []Inserted, evs []*event.Event, written map[string]bool) ([]Inserted, error) {
+	for _, e := range evs {
+		if written[e.ID] {
+			out = append(out, Inserted{e.ID, true})
+			continue
+		}
+		var id string
+		err := q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
+		if err != nil {
+			return nil, fmt.Errorf("insert events: idempotency lookup: %w", err)
+		}
+		out = append(out, Inserted{id, false})
+	}
+	return out, nil
 }
 
 // GetEvent returns one event of an owner ("" for any owner).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
 
@@ -14,6 +15,11 @@ import (
 // it one owner $1 sees: its own, or a shared one offered to every owner or
 // to the owner's profile.
 const offered = `(t.owner_id = $1 OR (t.owner_id = '' AND t.profile IN ('', (SELECT profile FROM hookd_owners WHERE id = $1))))`
+
+// offeredTo is offered for the owner whose id is the SQL expression o.
+func offeredTo(o string) string {
+	return `(t.owner_id = ` + o + ` OR (t.owner_id = '' AND t.profile IN ('', (SELECT profile FROM hookd_owners WHERE id = ` + o + `))))`
+}
 
 // effective adds to offered: a shared type the owner has registered itself
 // is the owner's, not the shared one.
@@ -128,6 +134,66 @@ func (q *Q) TypeRule(ctx context.Context, ownerID, name string) (Rule, error) {
 		return Rule{}, fmt.Errorf("event type exposure: %w", err)
 	}
 	return Rule{Exposure: event.Exposure(exp), SchemaHash: hash, Registered: true}, nil
+}
+
+// OwnerType is one owner's event type, as a publish names it.
+type OwnerType struct{ Owner, Type string }
+
+// PublishRules is what a publish reads before it writes: the Rule of each
+// of its events' types, and which of their owners have an enabled endpoint
+// (a publish makes fanout jobs only for their events).
+type PublishRules struct {
+	Of         map[OwnerType]Rule
+	Subscribed map[string]bool
+}
+
+// ReadPublishRules reads the rules of keys (distinct) and their owners'
+// endpoints in one statement: in a group commit it is the transaction's
+// first, and goes out with BEGIN (pipeline.go). Each rule is TypeRule's.
+func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType) (PublishRules, error) {
+	out := PublishRules{Of: make(map[OwnerType]Rule, len(keys)), Subscribed: map[string]bool{}}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var sb strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	sb.WriteString(`WITH k(o, n) AS (VALUES `)
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(" + placeholders(len(args)+1, 2) + ")")
+		args = append(args, k.Owner, k.Type)
+	}
+	pick := ` FROM hookd_event_types t WHERE t.name = k.n AND ` + offeredTo(`k.o`) + ` ORDER BY t.owner_id DESC LIMIT 1)`
+	sb.WriteString(`) SELECT k.o, k.n, (SELECT t.exposure` + pick + `, (SELECT t.schema_hash` + pick +
+		`, EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true) FROM k`)
+	type ruleRow struct {
+		key        OwnerType
+		exp, hash  *string
+		subscribed bool
+	}
+	rows, err := collect(ctx, q, func(r row) (v ruleRow, err error) {
+		err = r.Scan(&v.key.Owner, &v.key.Type, &v.exp, &v.hash, &v.subscribed)
+		return v, err
+	}, sb.String(), args...)
+	if err != nil {
+		return PublishRules{}, fmt.Errorf("event type rules: %w", err)
+	}
+	for _, v := range rows {
+		r := Rule{Exposure: event.Internal}
+		if v.exp != nil {
+			r = Rule{Exposure: event.Exposure(*v.exp), Registered: true}
+			if v.hash != nil {
+				r.SchemaHash = *v.hash
+			}
+		}
+		out.Of[v.key] = r
+		if v.subscribed {
+			out.Subscribed[v.key.Owner] = true
+		}
+	}
+	return out, nil
 }
 
 // TypeSchema returns the schema of a type for an owner and its hash, as

@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -31,14 +31,31 @@ func openForeground(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, err
 
 // InTxForeground is InTx on the API's own connections (PostgreSQL; on
 // SQLite, and on a pool the library user passed in, it is InTx): for work
-// a client is waiting for, which must not queue behind the workers.
+// a client is waiting for, which must not queue behind the workers. Its
+// BEGIN goes out with its first statement, and Q.InsertEventsAndCommit's
+// statement with its COMMIT (pipeTx, pipeline.go).
 func (db *DB) InTxForeground(ctx context.Context, fn func(q *Q) error) error {
 	if db.fgPool == nil {
 		return db.InTx(ctx, fn)
 	}
-	return classify(pgx.BeginFunc(ctx, db.fgPool, func(tx pgx.Tx) error {
-		return fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx})
-	}))
+	c, err := db.fgPool.Acquire(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	// The pool closes a connection released with a transaction still open
+	// (a panic in fn): nothing half-done is reused.
+	defer c.Release()
+	tx := &pipeTx{conn: c.Conn()}
+	if err := fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx}); err != nil {
+		if rerr := tx.Rollback(ctx); rerr != nil {
+			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)
+		}
+		return classify(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return classify(fmt.Errorf("commit: %w", err))
+	}
+	return nil
 }
 
 // foreground is the querier of the API's own connections (the main one

@@ -218,7 +218,7 @@ func TestEventTypes(t *testing.T) {
 			t.Fatalf("ListEventTypes(beta) = %v", got)
 		}
 
-		for _, c := range []struct {
+		cases := []struct {
 			owner, name string
 			exp         event.Exposure
 			registered  bool
@@ -228,12 +228,38 @@ func TestEventTypes(t *testing.T) {
 			{"acme", "acme.only", event.Webhook, true},
 			{"beta", "acme.only", event.Internal, false}, // another owner's type is not beta's
 			{"acme", "never.registered", event.Internal, false},
-		} {
+			{"beta", "kwork.only", event.Internal, false}, // offered to another profile only
+		}
+		s.owner("acme")
+		s.owner("beta")
+		must(t, s.q.PutEventType(s.ctx, &event.Type{Name: "kwork.only", Exposure: event.Webhook, Profile: "kwork", CreatedAt: t0}))
+		must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: "acme", Name: "acme.only", Exposure: event.Webhook, SchemaHash: "h1", CreatedAt: t0}))
+		s.endpoint("acme", 1)
+		var keys []store.OwnerType
+		for _, c := range cases {
 			exp, ok, err := s.q.Exposure(s.ctx, c.owner, c.name)
 			must(t, err)
 			if exp != c.exp || ok != c.registered {
 				t.Errorf("Exposure(%s, %s) = %s, %v; want %s, %v", c.owner, c.name, exp, ok, c.exp, c.registered)
 			}
+			keys = append(keys, store.OwnerType{Owner: c.owner, Type: c.name})
+		}
+		// A publish reads every rule of its events in one statement, each
+		// as TypeRule resolves it, and which owners have endpoints.
+		read, err := s.q.ReadPublishRules(s.ctx, keys)
+		must(t, err)
+		for _, k := range keys {
+			want, err := s.q.TypeRule(s.ctx, k.Owner, k.Type)
+			must(t, err)
+			if got := read.Of[k]; got != want {
+				t.Errorf("ReadPublishRules %v = %+v; TypeRule says %+v", k, got, want)
+			}
+		}
+		if r := read.Of[store.OwnerType{Owner: "acme", Type: "acme.only"}]; r.SchemaHash != "h1" {
+			t.Errorf("acme.only's schema hash %q; want h1", r.SchemaHash)
+		}
+		if !read.Subscribed["acme"] || read.Subscribed["beta"] || len(read.Subscribed) != 1 {
+			t.Errorf("subscribed owners %v; want acme only", read.Subscribed)
 		}
 
 		// Put again updates (an upsert), it does not add a row.
