@@ -3,10 +3,12 @@ package delivery
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/store"
@@ -58,8 +60,12 @@ type publishCall struct {
 	// pre is precheck's verdict on the event's data, reached before the
 	// caller joined the group.
 	pre checked
-	out Published
-	err error
+	// confirmKey is the id of the caller's API key when it was answered
+	// from the key cache: the group's first statement reads it, and a key
+	// revoked or gone refuses the call (PublishOneConfirming).
+	confirmKey string
+	out        Published
+	err        error
 }
 
 var errNotRun = errors.New("publish: its group commit did not run")
@@ -85,7 +91,15 @@ type publishGroup struct{ s *Service }
 // event is written exactly as Publish writes it; only the transaction is
 // shared, so use Publish when the event must commit with the caller's own
 // writes.
-func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published, err error) {
+func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (Published, error) {
+	return s.PublishOneConfirming(ctx, ev, "")
+}
+
+// PublishOneConfirming is PublishOne for a caller authenticated from the
+// key cache (store.DB.APIKeyByHashCached): the group commit reads the key
+// (its id, keyID; "" for none) in its first statement, and refuses the
+// call, alone, if the key is revoked or gone by then.
+func (s *Service) PublishOneConfirming(ctx context.Context, ev *event.Event, keyID string) (_ Published, err error) {
 	// With tracing on, the group's one insert runs in the context of the
 	// call that leads the group; each event's fanout job carries its own
 	// caller's span (publishCall.trace), so each event continues its
@@ -95,7 +109,7 @@ func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (_ Published,
 	if err := s.prepare([]*event.Event{ev}, byProducer); err != nil {
 		return Published{}, err
 	}
-	c := &publishCall{ev: ev, err: errNotRun}
+	c := &publishCall{ev: ev, err: errNotRun, confirmKey: keyID}
 	if pre := s.precheck([]*event.Event{ev}); pre != nil {
 		c.pre = pre[0]
 	}
@@ -164,12 +178,21 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publishCall) (admitted []*publishCall, out []Published, err error) {
 	evs := make([]*event.Event, len(calls))
 	pre := make([]checked, len(calls))
+	var keys []string
 	for i, c := range calls {
 		evs[i], pre[i] = c.ev, c.pre
+		if c.confirmKey != "" && !slices.Contains(keys, c.confirmKey) {
+			keys = append(keys, c.confirmKey)
+		}
 	}
-	v, err := s.admit(ctx, q, evs, pre)
+	v, err := s.admit(ctx, q, evs, pre, keys)
 	if err != nil {
 		return nil, nil, err
+	}
+	for i, c := range calls {
+		if c.confirmKey != "" && !v.confirmed[c.confirmKey] && v.refused[i] == nil {
+			v.refused[i] = apperr.New(apperr.Unauthorized, "API key %s was revoked", c.confirmKey)
+		}
 	}
 	evs, rules := evs[:0], v.rules[:0]
 	var traces []map[string]string // tracing on: each event's caller's

@@ -65,7 +65,7 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
-	v, err := s.admit(ctx, q, evs, s.precheck(evs))
+	v, err := s.admit(ctx, q, evs, s.precheck(evs), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -95,17 +95,22 @@ type verdicts struct {
 	// subscribed are the events' owners with an enabled endpoint: only
 	// their events get fanout jobs.
 	subscribed map[string]bool
-	refused    []error // event i's refusal (nil: admitted)
+	// confirmed are the API keys (of those admit was asked to confirm)
+	// that exist unrevoked.
+	confirmed map[string]bool
+	refused   []error // event i's refusal (nil: admitted)
 }
 
 // admit reads the rule of each event's type and which of the events'
 // owners have endpoints, in q's transaction and in one statement (in a
 // group commit it goes out with BEGIN), and checks each event's data
 // against its type's schema, keeping precheck's verdict (pre, nil for
-// none) where it was reached with that schema. err is a failure of the
+// none) where it was reached with that schema; it also confirms apiKeys
+// (ids, for the group commit's callers authenticated from the key cache).
+// err is a failure of the
 // reads, which admits nothing. It writes nothing, so a group commit
 // answers a refused caller alone and goes on with the others.
-func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre []checked) (verdicts, error) {
+func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre []checked, apiKeys []string) (verdicts, error) {
 	keys := make([]store.OwnerType, 0, 1)
 	seen := make(map[store.OwnerType]bool, 1)
 	for _, ev := range evs {
@@ -114,14 +119,14 @@ func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre
 			keys = append(keys, k)
 		}
 	}
-	read, err := q.ReadPublishRules(ctx, keys)
+	read, err := q.ReadPublishRules(ctx, keys, apiKeys)
 	if err != nil {
 		return verdicts{}, err
 	}
 	for _, k := range keys {
 		s.typeSchemas.set(k.Owner, k.Type, read.Of[k].SchemaHash)
 	}
-	v := verdicts{rules: make([]store.Rule, len(evs)), subscribed: read.Subscribed, refused: make([]error, len(evs))}
+	v := verdicts{rules: make([]store.Rule, len(evs)), subscribed: read.Subscribed, confirmed: read.Confirmed, refused: make([]error, len(evs))}
 	var todo []int // of evs, to check here
 	var schemas []*event.Schema
 	for i, ev := range evs {

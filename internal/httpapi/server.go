@@ -71,7 +71,7 @@ func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) opHandler(op *ops.Op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r))
+		p, err := s.authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r), op.ConfirmsKey)
 		if err != nil {
 			WriteError(w, r, s.Log, err)
 			return
@@ -101,11 +101,26 @@ func ownerNamed(r *http.Request) string {
 // an operator key acts on (ignored for owner-bound keys unless it names a
 // different owner, which is refused).
 func (s *Server) Authenticate(ctx context.Context, authorization, ownerName string) (ops.Principal, error) {
+	return s.authenticate(ctx, authorization, ownerName, false)
+}
+
+// authenticate is Authenticate; cached lets the key come from the key
+// cache, for an op that confirms it in its own transaction (ops.Op
+// ConfirmsKey).
+func (s *Server) authenticate(ctx context.Context, authorization, ownerName string, cached bool) (ops.Principal, error) {
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
 		return ops.Principal{}, apperr.New(apperr.Unauthorized, "missing API key: send Authorization: Bearer <key> (create one with `hookd apikey create --owner NAME`)")
 	}
-	k, err := s.DB.Q().APIKeyByHash(ctx, owner.HashKey(strings.TrimSpace(token)))
+	hash := owner.HashKey(strings.TrimSpace(token))
+	var k *owner.APIKey
+	var remembered bool
+	var err error
+	if cached {
+		k, remembered, err = s.DB.APIKeyByHashCached(ctx, hash)
+	} else {
+		k, err = s.DB.Q().APIKeyByHash(ctx, hash)
+	}
 	if err != nil {
 		return ops.Principal{}, err
 	}
@@ -113,5 +128,5 @@ func (s *Server) Authenticate(ctx context.Context, authorization, ownerName stri
 		return ops.Principal{}, apperr.New(apperr.Unauthorized, "API key %s was revoked", k.ID)
 	}
 	// An operator key has no owner of its own; ActAs applies the one named.
-	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID}, ownerName)
+	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID, KeyUnconfirmed: remembered}, ownerName)
 }

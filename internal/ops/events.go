@@ -44,7 +44,7 @@ type EventRef struct {
 
 func (s *Service) eventOps() []*Op {
 	return []*Op{
-		define(Op{Name: "events.publish", Summary: "Publish one event; it fans out to every subscribed endpoint.", Method: http.MethodPost, Path: "/api/v1/events", Status: 202, Role: owner.Publisher, OwnerScoped: true}, s.publish),
+		define(Op{Name: "events.publish", Summary: "Publish one event; it fans out to every subscribed endpoint.", Method: http.MethodPost, Path: "/api/v1/events", Status: 202, Role: owner.Publisher, OwnerScoped: true, ConfirmsKey: true}, s.publish),
 		define(Op{Name: "events.publish_batch", Summary: "Publish up to 1,000 events in one transaction (all or none).", Method: http.MethodPost, Path: "/api/v1/events/batch", Status: 202, Role: owner.Publisher, OwnerScoped: true}, s.publishBatch),
 		define(Op{Name: "events.get", Summary: "Get one published event.", Method: http.MethodGet, Path: "/api/v1/events/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEvent),
 	}
@@ -62,7 +62,11 @@ func (in *PublishIn) event(ownerID string) *event.Event {
 // beside it (the delivery service's group commit): most producers publish one event
 // per request, and one commit per event is what bounds them.
 func (s *Service) publish(ctx context.Context, p Principal, in *PublishIn) (*delivery.Published, error) {
-	out, err := s.Delivery.PublishOne(ctx, in.event(p.OwnerID))
+	var confirm string // the key to read in the group commit
+	if p.KeyUnconfirmed {
+		confirm = p.KeyID
+	}
+	out, err := s.Delivery.PublishOneConfirming(ctx, in.event(p.OwnerID), confirm)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 
 	"github.com/hookd/hookd/internal/apperr"
@@ -17,6 +18,10 @@ type Principal struct {
 	KeyID   string
 	Role    owner.Role
 	OwnerID string
+	// KeyUnconfirmed: the key was answered from this process's key cache
+	// (store.DB.APIKeyByHashCached), not read for this call; only an op
+	// that confirms it in its own transaction (ConfirmsKey) may run.
+	KeyUnconfirmed bool
 }
 
 // Op is one declared operation.
@@ -33,6 +38,11 @@ type Op struct {
 	Role owner.Role
 	// OwnerScoped ops act on one owner (operators must name it).
 	OwnerScoped bool
+	// ConfirmsKey ops read the caller's key in their own transaction, after
+	// the call arrived (a single publish, in its group commit), so the
+	// caller may be authenticated from the key cache: a key revoked before
+	// the call is refused there.
+	ConfirmsKey bool
 	In, Out     reflect.Type
 	call        func(ctx context.Context, p Principal, in any) (any, error)
 }
@@ -47,6 +57,9 @@ func (o *Op) Call(ctx context.Context, p Principal, in any) (any, error) {
 	}
 	if o.OwnerScoped && p.OwnerID == "" {
 		return nil, apperr.New(apperr.Invalid, "an operator key must name the owner to act on (header Hookd-Owner, query parameter owner, or MCP argument owner)")
+	}
+	if p.KeyUnconfirmed && !o.ConfirmsKey {
+		return nil, fmt.Errorf("%s does not confirm its caller's key, and the key was not read for this call", o.Name)
 	}
 	return o.call(ctx, p, in)
 }

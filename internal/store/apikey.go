@@ -73,6 +73,7 @@ func (q *Q) apiKeys(ctx context.Context, where string, args ...any) ([]*owner.AP
 // RevokeAPIKey revokes one of ownerID's keys.
 func (q *Q) RevokeAPIKey(ctx context.Context, ownerID, id string, at int64) error {
 	n, err := q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND COALESCE(owner_id, '') = $2`, id, ownerID, at)
+	q.db.forgetKeys()
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
@@ -92,7 +93,9 @@ func (q *Q) RevokeAPIKeyByID(ctx context.Context, id string, at int64) (*owner.A
 	if err != nil {
 		return nil, fmt.Errorf("revoke api key: %w", err)
 	}
-	if _, err := q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, at); err != nil {
+	_, err = q.exec(ctx, `UPDATE hookd_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, at)
+	q.db.forgetKeys()
+	if err != nil {
 		return nil, fmt.Errorf("revoke api key: %w", err)
 	}
 	return k, nil

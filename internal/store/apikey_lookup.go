@@ -85,3 +85,55 @@ func (db *DB) keysByHash(ctx context.Context, ls []*keyLookup) (map[string]*owne
 	}
 	return found, nil
 }
+
+// The key cache. Even shared, a key lookup is a round trip of its own
+// ahead of every request, and under load it is one more wait for a busy
+// PostgreSQL backend. A single publish does not need it: its group commit
+// confirms each caller's key in its first statement (ReadPublishRules),
+// after the request arrived, so a key revoked before then is refused there
+// as surely as by a lookup. So the keys this process has looked up are
+// remembered for the ops that confirm their key that way (ops.Op
+// ConfirmsKey); every other request still looks its key up. A key's owner
+// and role never change; only its revocation does, and a revoked key is
+// not remembered.
+
+// keyCacheMax bounds the keys remembered: past it the cache starts over.
+const keyCacheMax = 10_000
+
+// keyCache is the DB's key cache, by hash.
+type keyCache struct {
+	mu   sync.Mutex
+	keys map[string]owner.APIKey
+}
+
+// APIKeyByHashCached is APIKeyByHash, answered from the keys this process
+// looked up before when it can: for an op that confirms the key in its own
+// transaction (above). remembered says the answer came from the cache
+// (the key was not read now).
+func (db *DB) APIKeyByHashCached(ctx context.Context, hash []byte) (k *owner.APIKey, remembered bool, err error) {
+	db.keyCache.mu.Lock()
+	got, ok := db.keyCache.keys[string(hash)]
+	db.keyCache.mu.Unlock()
+	if ok {
+		return &got, true, nil
+	}
+	k, err = db.Q().APIKeyByHash(ctx, hash)
+	if err != nil || k.RevokedAt != nil {
+		return k, false, err
+	}
+	db.keyCache.mu.Lock()
+	defer db.keyCache.mu.Unlock()
+	if db.keyCache.keys == nil || len(db.keyCache.keys) >= keyCacheMax {
+		db.keyCache.keys = make(map[string]owner.APIKey)
+	}
+	db.keyCache.keys[string(hash)] = *k
+	return k, false, nil
+}
+
+// forgetKeys empties the key cache (a key was revoked here: its next
+// request is refused at once rather than in its transaction).
+func (db *DB) forgetKeys() {
+	db.keyCache.mu.Lock()
+	db.keyCache.keys = nil
+	db.keyCache.mu.Unlock()
+}

@@ -65,3 +65,56 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 		}))
 	})
 }
+
+// TestAPIKeyCache: a key looked up once is answered from the cache after
+// (remembered), even once revoked elsewhere (another process's revocation
+// is not seen here: the op confirms the key in its transaction), while a
+// revocation through this process empties the cache; a revoked or unknown
+// key is never remembered; and ReadPublishRules confirms only the keys that
+// exist unrevoked.
+func TestAPIKeyCache(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		for _, id := range []string{"live", "other", "gone"} {
+			must(t, s.q.CreateAPIKey(s.ctx, &owner.APIKey{ID: id, OwnerID: "acme", Role: owner.Publisher, Hash: owner.HashKey("secret-" + id), Prefix: "p", CreatedAt: t0}))
+		}
+		lookUp := func(id string) (*owner.APIKey, bool, error) {
+			return s.db.APIKeyByHashCached(s.ctx, owner.HashKey("secret-"+id))
+		}
+		for i, want := range []bool{false, true, true} {
+			k, remembered, err := lookUp("live")
+			must(t, err)
+			if k.ID != "live" || remembered != want {
+				t.Fatalf("lookup %d: %s, remembered %v; want live, %v", i, k.ID, remembered, want)
+			}
+		}
+		_, _, err := lookUp("other")
+		must(t, err)
+		// Revoked behind the store's back (as by another process): still
+		// remembered, and the transaction's read refuses it.
+		s.exec(`UPDATE hookd_api_keys SET revoked_at = 1 WHERE id = 'other'`)
+		if k, remembered, err := lookUp("other"); err != nil || !remembered || k.RevokedAt != nil {
+			t.Fatalf("key revoked elsewhere: %+v, remembered %v, %v; want the remembered key", k, remembered, err)
+		}
+		read, err := s.q.ReadPublishRules(s.ctx, []store.OwnerType{{Owner: "acme", Type: "t"}}, []string{"live", "other", "never"})
+		must(t, err)
+		if !read.Confirmed["live"] || read.Confirmed["other"] || read.Confirmed["never"] || len(read.Confirmed) != 1 {
+			t.Fatalf("confirmed %v; want live only", read.Confirmed)
+		}
+		// A revocation through this process forgets every key.
+		must(t, s.q.RevokeAPIKey(s.ctx, "acme", "gone", ts(t0.Add(day))))
+		k, remembered, err := lookUp("other")
+		if err != nil || remembered || k.RevokedAt == nil {
+			t.Fatalf("after a revocation here: %+v, remembered %v, %v; want read again, revoked", k, remembered, err)
+		}
+		for range 2 {
+			if k, remembered, err := lookUp("gone"); err != nil || remembered || k.RevokedAt == nil {
+				t.Fatalf("revoked key: %+v, remembered %v, %v; want read each time, revoked", k, remembered, err)
+			}
+			if _, remembered, err := lookUp("unknown"); apperr.CodeOf(err) != apperr.Unauthorized || remembered {
+				t.Fatalf("unknown key: remembered %v, %v; want unauthorized", remembered, err)
+			}
+		}
+	})
+}

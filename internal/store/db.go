@@ -81,6 +81,7 @@ type DB struct {
 	// (PostgreSQL only; nil on SQLite, which has only the poll).
 	notifyQueue func(ctx context.Context, queue string) error
 	keys        keyLookups // API key lookups, shared by concurrent requests
+	keyCache    keyCache   // keys looked up before, for ops that confirm them (apikey_lookup.go)
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {

@@ -140,23 +140,26 @@ func (q *Q) TypeRule(ctx context.Context, ownerID, name string) (Rule, error) {
 type OwnerType struct{ Owner, Type string }
 
 // PublishRules is what a publish reads before it writes: the Rule of each
-// of its events' types, and which of their owners have an enabled endpoint
-// (a publish makes fanout jobs only for their events).
+// of its events' types, which of their owners have an enabled endpoint (a
+// publish makes fanout jobs only for their events), and which of the API
+// keys it confirms exist unrevoked.
 type PublishRules struct {
 	Of         map[OwnerType]Rule
 	Subscribed map[string]bool
+	Confirmed  map[string]bool // API key ids
 }
 
 // ReadPublishRules reads the rules of keys (distinct) and their owners'
-// endpoints in one statement: in a group commit it is the transaction's
-// first, and goes out with BEGIN (pipeline.go). Each rule is TypeRule's.
-func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType) (PublishRules, error) {
-	out := PublishRules{Of: make(map[OwnerType]Rule, len(keys)), Subscribed: map[string]bool{}}
+// endpoints, and confirms apiKeys (ids; see APIKeyByHashCached), in one
+// statement: in a group commit it is the transaction's first, and goes out
+// with BEGIN (pipeline.go). Each rule is TypeRule's.
+func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []string) (PublishRules, error) {
+	out := PublishRules{Of: make(map[OwnerType]Rule, len(keys)), Subscribed: map[string]bool{}, Confirmed: map[string]bool{}}
 	if len(keys) == 0 {
 		return out, nil
 	}
 	var sb strings.Builder
-	args := make([]any, 0, 2*len(keys))
+	args := make([]any, 0, 2*len(keys)+len(apiKeys))
 	sb.WriteString(`WITH k(o, n) AS (VALUES `)
 	for i, k := range keys {
 		if i > 0 {
@@ -168,19 +171,28 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType) (PublishRule
 	pick := ` FROM hookd_event_types t WHERE t.name = k.n AND ` + offeredTo(`k.o`) + ` ORDER BY t.owner_id DESC LIMIT 1)`
 	sb.WriteString(`) SELECT k.o, k.n, (SELECT t.exposure` + pick + `, (SELECT t.schema_hash` + pick +
 		`, EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true) FROM k`)
+	if len(apiKeys) > 0 {
+		// A confirmed key is a row with no type.
+		sb.WriteString(` UNION ALL SELECT a.id, NULL, NULL, NULL, false FROM hookd_api_keys a WHERE a.revoked_at IS NULL AND a.id IN (` + placeholders(len(args)+1, len(apiKeys)) + `)`)
+		args = append(args, anys(apiKeys)...)
+	}
 	type ruleRow struct {
-		key        OwnerType
-		exp, hash  *string
-		subscribed bool
+		owner          string
+		typ, exp, hash *string
+		subscribed     bool
 	}
 	rows, err := collect(ctx, q, func(r row) (v ruleRow, err error) {
-		err = r.Scan(&v.key.Owner, &v.key.Type, &v.exp, &v.hash, &v.subscribed)
+		err = r.Scan(&v.owner, &v.typ, &v.exp, &v.hash, &v.subscribed)
 		return v, err
 	}, sb.String(), args...)
 	if err != nil {
 		return PublishRules{}, fmt.Errorf("event type rules: %w", err)
 	}
 	for _, v := range rows {
+		if v.typ == nil {
+			out.Confirmed[v.owner] = true
+			continue
+		}
 		r := Rule{Exposure: event.Internal}
 		if v.exp != nil {
 			r = Rule{Exposure: event.Exposure(*v.exp), Registered: true}
@@ -188,9 +200,9 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType) (PublishRule
 				r.SchemaHash = *v.hash
 			}
 		}
-		out.Of[v.key] = r
+		out.Of[OwnerType{Owner: v.owner, Type: *v.typ}] = r
 		if v.subscribed {
-			out.Subscribed[v.key.Owner] = true
+			out.Subscribed[v.owner] = true
 		}
 	}
 	return out, nil

@@ -246,7 +246,7 @@ func TestEventTypes(t *testing.T) {
 		}
 		// A publish reads every rule of its events in one statement, each
 		// as TypeRule resolves it, and which owners have endpoints.
-		read, err := s.q.ReadPublishRules(s.ctx, keys)
+		read, err := s.q.ReadPublishRules(s.ctx, keys, nil)
 		must(t, err)
 		for _, k := range keys {
 			want, err := s.q.TypeRule(s.ctx, k.Owner, k.Type)
