@@ -62,7 +62,15 @@ func TestLibraryDocCompiles(t *testing.T) {
 	})
 	root, _ := filepath.Abs(".")
 	dir := t.TempDir()
-	goMod := fmt.Sprintf("module docprobe\n\ngo 1.26.8\n\nrequire github.com/hookd/hookd v0.0.0\n\nreplace github.com/hookd/hookd => %s\n", root)
+	// The probe requires what hookd requires, at the same versions, as a
+	// user's module does once `go get` has added hookd: so it builds from
+	// the module cache alone (GOPROXY=off), whatever else the cache holds.
+	own, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod := strings.Replace(string(own), "module github.com/hookd/hookd", "module docprobe", 1) +
+		fmt.Sprintf("\nrequire github.com/hookd/hookd v0.0.0\n\nreplace github.com/hookd/hookd => %s\n", root)
 	program := "package main\n\nimport \"github.com/hookd/hookd\"\n\nfunc main() {\n\t" + strings.Join(lines, "\n\t") + "\n}\n"
 	sum, err := os.ReadFile("go.sum")
 	if err != nil {
