@@ -68,6 +68,11 @@ type Options struct {
 	// (default 4).
 	BatchSize  int
 	Publishers int
+	// NetHTTPClient sends the publishes through net/http's client instead
+	// of the bench's raw HTTP/1.1 one. The load generator runs on the cores
+	// it measures, and net/http's client costs about as much CPU per
+	// request as hookd's own HTTP handling; this shows what it takes.
+	NetHTTPClient bool
 	// StallTimeout ends the wait when no new delivery arrived for this long
 	// (default 30 s); Timeout bounds the whole wait (default 10 min).
 	StallTimeout time.Duration

@@ -7,18 +7,43 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
-// client calls hookd's public HTTP API.
+// client calls hookd's public HTTP API: the setup calls through net/http,
+// the publishes through raw (or net/http, see publisher).
 type client struct {
 	base string
 	http *http.Client
+	raw  *rawClient
 }
 
+// newClient returns a client of the hookd at base (http://host:port) for
+// conns concurrent callers.
 func newClient(base string, conns int) *client {
 	tr := &http.Transport{MaxIdleConns: 4 * conns, MaxIdleConnsPerHost: 4 * conns, IdleConnTimeout: time.Minute}
-	return &client{base: base, http: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+	return &client{
+		base: base,
+		http: &http.Client{Transport: tr, Timeout: 2 * time.Minute},
+		raw:  newRawClient(strings.TrimPrefix(base, "http://")),
+	}
+}
+
+// postFunc sends one publish request, body as JSON to path with key: nil
+// when hookd answered want, a *statusError when it answered otherwise.
+type postFunc func(ctx context.Context, path, key string, body []byte, want int) error
+
+// publisher returns how the publishes are sent: through the raw client, or
+// with netHTTP through net/http's, to show what the load generator's own
+// CPU costs the run (Options.NetHTTPClient).
+func (c *client) publisher(netHTTP bool) postFunc {
+	if netHTTP {
+		return func(ctx context.Context, path, key string, body []byte, want int) error {
+			return c.call(ctx, http.MethodPost, path, key, body, want, nil)
+		}
+	}
+	return c.raw.post
 }
 
 // statusError is an answer other than the one expected.

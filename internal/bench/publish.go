@@ -42,18 +42,19 @@ func (r *requestTimes) add(d time.Duration) {
 func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int) (published, error) {
 	start := time.Now()
 	times := &requestTimes{}
+	post := api.publisher(opts.NetHTTPClient)
 	var err error
 	if opts.Rate > 0 {
-		err = publishOpen(ctx, api, p, opts, times, from, to)
+		err = publishOpen(ctx, post, p, opts, times, from, to)
 	} else {
-		err = publishClosed(ctx, api, p, opts, times, from, to)
+		err = publishClosed(ctx, post, p, opts, times, from, to)
 	}
 	return published{start: start, duration: time.Since(start), requests: times.all}, err
 }
 
 // publishClosed cuts each owner's events into batches, interleaves the
 // owners and has opts.Publishers requests in flight.
-func publishClosed(ctx context.Context, api *client, p *plan, opts Options, times *requestTimes, from, to int) error {
+func publishClosed(ctx context.Context, post postFunc, p *plan, opts Options, times *requestTimes, from, to int) error {
 	perOwner := make([][]batch, p.owners)
 	for k := range p.owners {
 		var cur []int
@@ -82,14 +83,14 @@ func publishClosed(ctx context.Context, api *client, p *plan, opts Options, time
 		}
 	}
 	return forEach(ctx, len(all), opts.Publishers, func(ctx context.Context, i int) error {
-		return sendBatch(ctx, api, p, times, all[i])
+		return sendBatch(ctx, post, p, times, all[i])
 	})
 }
 
 // publishOpen releases events on a 10 ms ticker so that by time t about
 // Rate·t were sent, each tick's events grouped by owner into batches sent
 // concurrently (a slow answer does not hold the next tick back).
-func publishOpen(ctx context.Context, api *client, p *plan, opts Options, times *requestTimes, from, to int) error {
+func publishOpen(ctx context.Context, post postFunc, p *plan, opts Options, times *requestTimes, from, to int) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -118,7 +119,7 @@ func publishOpen(ctx context.Context, api *client, p *plan, opts Options, times 
 				inFlight <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-inFlight }()
-					if err := sendBatch(ctx, api, p, times, b); err != nil {
+					if err := sendBatch(ctx, post, p, times, b); err != nil {
 						cancel(err)
 					}
 				})
@@ -133,15 +134,15 @@ func publishOpen(ctx context.Context, api *client, p *plan, opts Options, times 
 // time: one event alone through POST /api/v1/events, more through the
 // batch endpoint. A 5xx or 429 answer rolled the whole batch back: it is
 // sent again (a few times) with a fresh time. times gets each successful
-// request's time.
-func sendBatch(ctx context.Context, api *client, p *plan, times *requestTimes, b batch) error {
+// request's time. post sends each request.
+func sendBatch(ctx context.Context, post postFunc, p *plan, times *requestTimes, b batch) error {
 	for attempt := 1; ; attempt++ {
 		sent := time.Now()
 		path, body := "/api/v1/events/batch", batchBody(p, b, sent.UnixNano())
 		if len(b.seqs) == 1 {
 			path, body = "/api/v1/events", eventBody(nil, p.eventType(b.owner), b.seqs[0], sent.UnixNano())
 		}
-		err := api.call(ctx, http.MethodPost, path, p.keys[b.owner], body, http.StatusAccepted, nil)
+		err := post(ctx, path, p.keys[b.owner], body, http.StatusAccepted)
 		if err == nil {
 			times.add(time.Since(sent))
 		}

@@ -371,3 +371,16 @@ func TestReadAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNetHTTPClient: --net-http-client publishes through net/http and
+// the run still completes (TestRun covers the raw client).
+func TestRunNetHTTPClient(t *testing.T) {
+	t.Parallel()
+	res, err := Run(t.Context(), Options{DB: "sqlite", Events: 40, PublishOnly: true, BatchSize: 1, Publishers: 4, NetHTTPClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.PublishLatency.P50 <= 0 {
+		t.Errorf("OK %v, publish p50 %v; want a correct run with publish times", res.OK(), res.PublishLatency.P50)
+	}
+}
