@@ -120,6 +120,11 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
 	}
 	line("publishing", "%s", r.Mode())
+	if o.NetHTTPClient {
+		line("load generator", "Go's net/http client (--net-http-client)")
+	} else {
+		line("load generator", "lean HTTP/1.1 client, one keep-alive connection per publisher")
+	}
 	line("expected deliveries", "%d", r.Expected)
 	line("publish", "%.0f events/s (%d events in %v)", r.PublishRate(), o.Events, r.PublishDuration.Round(time.Millisecond))
 	line("publish request p50", "%v", r.PublishLatency.P50.Round(time.Microsecond*100))
