@@ -121,13 +121,18 @@ func (db *DB) APIKeyByHashCached(ctx context.Context, hash []byte) (k *owner.API
 	if err != nil || k.RevokedAt != nil {
 		return k, false, err
 	}
-	db.keyCache.mu.Lock()
-	defer db.keyCache.mu.Unlock()
-	if db.keyCache.keys == nil || len(db.keyCache.keys) >= keyCacheMax {
-		db.keyCache.keys = make(map[string]owner.APIKey)
-	}
-	db.keyCache.keys[string(hash)] = *k
+	db.keyCache.remember(hash, *k)
 	return k, false, nil
+}
+
+// remember keeps k, starting over past keyCacheMax keys.
+func (c *keyCache) remember(hash []byte, k owner.APIKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil || len(c.keys) >= keyCacheMax {
+		c.keys = make(map[string]owner.APIKey)
+	}
+	c.keys[string(hash)] = k
 }
 
 // forgetKeys empties the key cache (a key was revoked here: its next
