@@ -19,9 +19,10 @@ import (
 // and a transaction's cost is mostly its commit: the WAL flush on
 // PostgreSQL, the fsync of the WAL file on SQLite, and a handful of round
 // trips (on PostgreSQL two for an owner without endpoints, three with:
-// BEGIN goes out with the read of the types' rules and the owners'
-// endpoints, River's insert of the fanout jobs, and the events' INSERT
-// with COMMIT; store.InTxForeground). So concurrent PublishOne calls share one (internal/group): the
+// BEGIN goes out with the read of the types' rules, the owners' endpoints
+// and the callers' keys, River inserts the fanout jobs, and the events'
+// INSERT goes out with COMMIT; store.InTxForeground). So concurrent
+// PublishOne calls share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
 // commit runs queue and go together in the next one, led by the first of
 // them. A lone publisher waits for nothing, and under load every commit
