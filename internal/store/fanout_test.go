@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
 
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
@@ -104,45 +107,147 @@ func eventIDs(evs []*event.Event) []string {
 
 // TestInsertEvents: a batch is written a few hundred per statement; an
 // idempotency key used before, or earlier in the same batch, writes
-// nothing and answers with the first event's id.
+// nothing and answers with the first event's id. The same holds when the
+// last statement goes out with COMMIT (InsertEventsAndCommit in a
+// foreground transaction: on PostgreSQL the repeated keys of the last
+// statement are read after the commit).
 func TestInsertEvents(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		insert func(s *bundle, evs []*event.Event) ([]store.Inserted, error)
+	}{
+		{"InsertEvents", func(s *bundle, evs []*event.Event) ([]store.Inserted, error) { return s.q.InsertEvents(s.ctx, evs) }},
+		{"InsertEventsAndCommit", func(s *bundle, evs []*event.Event) (res []store.Inserted, err error) {
+			err = s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+				res, err = q.InsertEventsAndCommit(s.ctx, evs)
+				return err
+			})
+			return res, err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			setup(t, func(t *testing.T, s *bundle) { testInsertEvents(t, s, c.insert) })
+		})
+	}
+}
+
+func testInsertEvents(t *testing.T, s *bundle, insert func(s *bundle, evs []*event.Event) ([]store.Inserted, error)) {
+	s.owner("acme")
+	earlier := newEvent("acme", "k-old", t0)
+	if _, _, err := s.q.InsertEvent(s.ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	var evs []*event.Event
+	for i := range 450 { // three statements
+		key := ""
+		switch i {
+		case 10, 300:
+			key = "k-new" // 300 repeats 10, in another statement
+		case 20, 420:
+			key = "k-old" // 420: in the last statement
+		case 30, 440:
+			key = "k-last" // 440 repeats 30 from the last statement
+		}
+		evs = append(evs, newEvent("acme", key, t0.Add(time.Duration(i)*time.Millisecond)))
+	}
+	res, err := insert(s, evs)
+	must(t, err)
+	if len(res) != len(evs) {
+		t.Fatalf("%d results for %d events", len(res), len(evs))
+	}
+	for i, r := range res {
+		want := store.Inserted{ID: evs[i].ID, Inserted: true}
+		switch i {
+		case 300:
+			want = store.Inserted{ID: evs[10].ID}
+		case 20, 420:
+			want = store.Inserted{ID: earlier.ID}
+		case 440:
+			want = store.Inserted{ID: evs[30].ID}
+		}
+		if r != want {
+			t.Fatalf("event %d: %+v, want %+v", i, r, want)
+		}
+	}
+	if n := s.count(`SELECT count(*) FROM hookd_events`); n != 1+450-4 {
+		t.Fatalf("%d events stored, want %d", n, 1+450-4)
+	}
+}
+
+// TestForegroundTransaction: the API's own transaction (BEGIN sent with
+// its first statement, COMMIT with InsertEventsAndCommit's) is all or
+// nothing like any other: River's jobs inserted in it go when it fails
+// after them, a failed first statement leaves nothing behind and the next
+// transaction runs, and on PostgreSQL the events are committed, visible
+// to other connections, as soon as InsertEventsAndCommit returns.
+func TestForegroundTransaction(t *testing.T) {
 	t.Parallel()
 	setup(t, func(t *testing.T, s *bundle) {
 		s.owner("acme")
-		earlier := newEvent("acme", "k-old", t0)
-		if _, _, err := s.q.InsertEvent(s.ctx, earlier); err != nil {
+		if _, err := s.db.NewRiver(&river.Config{}); err != nil {
 			t.Fatal(err)
 		}
-		var evs []*event.Event
-		for i := range 450 { // three statements
-			key := ""
-			switch i {
-			case 10, 300:
-				key = "k-new" // 300 repeats 10, in another statement
-			case 20:
-				key = "k-old"
+		readThenJob := func(q *store.Q) error {
+			if _, err := q.ReadPublishRules(s.ctx, []store.OwnerType{{Owner: "acme", Type: "invoice.paid"}}, nil); err != nil {
+				return err
 			}
-			evs = append(evs, newEvent("acme", key, t0.Add(time.Duration(i)*time.Millisecond)))
+			_, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: "e"}}})
+			return err
 		}
-		res, err := s.q.InsertEvents(s.ctx, evs)
-		must(t, err)
-		if len(res) != len(evs) {
-			t.Fatalf("%d results for %d events", len(res), len(evs))
-		}
-		for i, r := range res {
-			want := store.Inserted{ID: evs[i].ID, Inserted: true}
-			switch i {
-			case 300:
-				want = store.Inserted{ID: evs[10].ID}
-			case 20:
-				want = store.Inserted{ID: earlier.ID}
+		failed := errors.New("the caller's own failure")
+		if err := s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+			if err := readThenJob(q); err != nil {
+				return err
 			}
-			if r != want {
-				t.Fatalf("event %d: %+v, want %+v", i, r, want)
-			}
+			return failed
+		}); !errors.Is(err, failed) {
+			t.Fatalf("InTxForeground = %v, want the function's error", err)
 		}
-		if n := s.count(`SELECT count(*) FROM hookd_events`); n != 1+450-2 {
-			t.Fatalf("%d events stored, want %d", n, 1+450-2)
+		if n := s.count(`SELECT count(*) FROM river_job`); n != 0 {
+			t.Fatalf("%d jobs after a rolled-back transaction", n)
+		}
+
+		s.exec(`ALTER TABLE hookd_event_types RENAME TO hookd_event_types_away`)
+		if err := s.db.InTxForeground(s.ctx, readThenJob); err == nil {
+			t.Fatal("a failing first statement: no error")
+		}
+		s.exec(`ALTER TABLE hookd_event_types_away RENAME TO hookd_event_types`)
+
+		ev := newEvent("acme", "", t0)
+		must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+			if err := readThenJob(q); err != nil {
+				return err
+			}
+			if _, err := q.InsertEventsAndCommit(s.ctx, []*event.Event{ev}); err != nil {
+				return err
+			}
+			if s.db.Pool() != nil { // SQLite commits when the function returns, on its one connection
+				if n := s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, ev.ID); n != 1 {
+					t.Errorf("after InsertEventsAndCommit another connection sees %d events; want 1", n)
+				}
+			}
+			return nil
+		}))
+		if n := s.count(`SELECT count(*) FROM river_job`); n != 1 {
+			t.Fatalf("%d jobs after the committed transaction; want 1", n)
+		}
+
+		// Whole statements: the last one still carries the COMMIT.
+		for _, n := range []int{200, 400} {
+			evs := make([]*event.Event, n)
+			for i := range evs {
+				evs[i] = newEvent("acme", "", t0.Add(time.Duration(i)*time.Microsecond))
+			}
+			var res []store.Inserted
+			must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) (err error) {
+				res, err = q.InsertEventsAndCommit(s.ctx, evs)
+				return err
+			}))
+			if len(res) != n || s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, evs[n-1].ID) != 1 {
+				t.Fatalf("%d events in whole statements: %d answers, the last stored: %v", n, len(res), s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, evs[n-1].ID))
+			}
 		}
 	})
 }
