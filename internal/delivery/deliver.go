@@ -139,6 +139,11 @@ func (s *Service) leaseBusy(ctx context.Context, job *river.Job[DeliverArgs]) er
 func (s *Service) loadAttempt(ctx context.Context, job *river.Job[DeliverArgs], now time.Time) (a *store.AttemptInput, p profile.Profile, done bool, ret error) {
 	a, err := s.db.Q().LoadAttempt(ctx, job.Args.EndpointID, job.Args.EventID)
 	if apperr.IsNotFound(err) {
+		// The delivery is gone, or its endpoint is and the delivery was
+		// written after it went (store.DropOrphanDelivery).
+		if err := s.db.Q().DropOrphanDelivery(ctx, job.Args.EndpointID, job.Args.EventID); err != nil {
+			return nil, nil, true, err
+		}
 		return nil, nil, true, river.JobCancel(errors.New("delivery gone: endpoint deleted"))
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -133,6 +134,9 @@ func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre
 		r := read.Of[store.OwnerType{Owner: ev.OwnerID, Type: ev.Type}]
 		v.rules[i] = r
 		switch {
+		case read.Gone[ev.OwnerID]:
+			v.refused[i] = apperr.New(apperr.NotFound, "owner %q not found: it was deleted", ev.OwnerID)
+			continue
 		case r.SchemaHash == "":
 			continue
 		case pre != nil && pre[i].hash == r.SchemaHash:

@@ -257,7 +257,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 }
 
 func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {
-	return &Empty{}, s.DB.Q().DeleteEndpoint(ctx, p.OwnerID, in.ID)
+	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error { return q.DeleteEndpoint(ctx, p.OwnerID, in.ID) })
 }
 
 // enabledEndpoint reads the principal's endpoint id and its owner's

@@ -308,6 +308,17 @@ type Q struct {
 	tx any // the native transaction, nil outside one
 }
 
+// keyShare is the lock a foreign key's check takes on the parent row: it
+// keeps the row from being deleted (or its key changed) until the
+// transaction ends, and lets others read and lock it too. SQLite has one
+// writer at a time and no such clause.
+func (q *Q) keyShare() string {
+	if q.db.Backend == Postgres {
+		return ` FOR KEY SHARE`
+	}
+	return ``
+}
+
 // skipLocked makes concurrent takers on PostgreSQL pass over rows another
 // taker is updating (a lease slot, a fresh delivery) and take the next free
 // one, instead of queueing on the same row and finding it gone. SQLite has

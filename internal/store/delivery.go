@@ -36,18 +36,38 @@ func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endp
 // DeliveryPending reports whether the delivery of an event to an endpoint
 // is still pending for job jobID (not settled, not another job's): the
 // short read a job makes when it finds the endpoint busy. NotFound when the
-// delivery is gone.
+// delivery is gone, or its endpoint is (then the delivery is dropped:
+// DropOrphanDelivery).
 func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, jobID int64) (bool, error) {
 	var state string
 	var job int64
-	err := q.queryRow(ctx, `SELECT state, job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID).Scan(&state, &job)
-	if NotFound(err) {
+	var orphan bool
+	err := q.queryRow(ctx, `SELECT d.state, d.job_id, NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = d.endpoint_id)
+		FROM hookd_deliveries d WHERE d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID).Scan(&state, &job, &orphan)
+	if orphan {
+		err = q.DropOrphanDelivery(ctx, endpointID, eventID)
+	}
+	if NotFound(err) || (orphan && err == nil) {
 		return false, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
 	if err != nil {
 		return false, fmt.Errorf("delivery pending: %w", err)
 	}
 	return state == string(endpoint.Pending) && (job == 0 || job == jobID), nil
+}
+
+// DropOrphanDelivery deletes the delivery of an event to an endpoint if the
+// endpoint is gone. Deliveries have no foreign key to their endpoint on
+// PostgreSQL (migration 011): DeleteEndpoint deletes an endpoint's
+// deliveries, but a fanout that read the endpoint before it went may write
+// one after, and the job of that delivery, finding no endpoint, drops it.
+func (q *Q) DropOrphanDelivery(ctx context.Context, endpointID, eventID string) error {
+	_, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2
+		AND NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = $1)`, endpointID, eventID)
+	if err != nil {
+		return fmt.Errorf("drop orphan delivery: %w", err)
+	}
+	return nil
 }
 
 // stillPending is "state = 'pending'" for statements that pick rows by id:

@@ -111,7 +111,10 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 }
 
 // DeleteEndpoint deletes one of an owner's endpoints with its deliveries and
-// leases.
+// leases; run it in a transaction. Leases go by their foreign key;
+// deliveries have none on PostgreSQL (migration 011), so they are deleted
+// here. A fanout that read the endpoint before it went may still write a
+// delivery for it; that delivery's job drops it (DropOrphanDelivery).
 func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
 	n, err := q.exec(ctx, `DELETE FROM hookd_endpoints WHERE id = $1 AND owner_id = $2`, id, ownerID)
 	if err != nil {
@@ -119,6 +122,9 @@ func (q *Q) DeleteEndpoint(ctx context.Context, ownerID, id string) error {
 	}
 	if n == 0 {
 		return notFoundEndpoint(id)
+	}
+	if _, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE endpoint_id = $1`, id); err != nil {
+		return fmt.Errorf("delete endpoint: %w", err)
 	}
 	return nil
 }

@@ -141,20 +141,25 @@ type OwnerType struct{ Owner, Type string }
 
 // PublishRules is what a publish reads before it writes: the Rule of each
 // of its events' types, which of their owners have an enabled endpoint (a
-// publish makes fanout jobs only for their events), and which of the API
-// keys it confirms exist unrevoked.
+// publish makes fanout jobs only for their events), which of the API keys
+// it confirms exist unrevoked, and which owners are gone.
 type PublishRules struct {
 	Of         map[OwnerType]Rule
 	Subscribed map[string]bool
 	Confirmed  map[string]bool // API key ids
+	Gone       map[string]bool // owner ids with no row
 }
 
 // ReadPublishRules reads the rules of keys (distinct) and their owners'
 // endpoints, and confirms apiKeys (ids; see APIKeyByHashCached), in one
 // statement: in a group commit it is the transaction's first, and goes out
-// with BEGIN (pipeline.go). Each rule is TypeRule's.
+// with BEGIN (pipeline.go). Each rule is TypeRule's. On PostgreSQL it locks
+// the owners' rows (FOR KEY SHARE) until the transaction ends: events have
+// no foreign key to their owner there (migration 011), and the lock is
+// what makes an owner's delete wait for the publish, then delete its
+// events (DeleteOwner), as the key's check did.
 func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []string) (PublishRules, error) {
-	out := PublishRules{Of: make(map[OwnerType]Rule, len(keys)), Subscribed: map[string]bool{}, Confirmed: map[string]bool{}}
+	out := PublishRules{Of: make(map[OwnerType]Rule, len(keys)), Subscribed: map[string]bool{}, Confirmed: map[string]bool{}, Gone: map[string]bool{}}
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -168,21 +173,22 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []st
 		sb.WriteString("(" + placeholders(len(args)+1, 2) + ")")
 		args = append(args, k.Owner, k.Type)
 	}
+	sb.WriteString(`), live AS (SELECT id FROM hookd_owners WHERE id IN (SELECT o FROM k)` + q.keyShare() + `)`)
 	pick := ` FROM hookd_event_types t WHERE t.name = k.n AND ` + offeredTo(`k.o`) + ` ORDER BY t.owner_id DESC LIMIT 1)`
-	sb.WriteString(`) SELECT k.o, k.n, (SELECT t.exposure` + pick + `, (SELECT t.schema_hash` + pick +
-		`, EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true) FROM k`)
+	sb.WriteString(` SELECT k.o, k.n, (SELECT t.exposure` + pick + `, (SELECT t.schema_hash` + pick +
+		`, EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true), live.id IS NOT NULL FROM k LEFT JOIN live ON live.id = k.o`)
 	if len(apiKeys) > 0 {
 		// A confirmed key is a row with no type.
-		sb.WriteString(` UNION ALL SELECT a.id, NULL, NULL, NULL, false FROM hookd_api_keys a WHERE a.revoked_at IS NULL AND a.id IN (` + placeholders(len(args)+1, len(apiKeys)) + `)`)
+		sb.WriteString(` UNION ALL SELECT a.id, NULL, NULL, NULL, false, true FROM hookd_api_keys a WHERE a.revoked_at IS NULL AND a.id IN (` + placeholders(len(args)+1, len(apiKeys)) + `)`)
 		args = append(args, anys(apiKeys)...)
 	}
 	type ruleRow struct {
-		owner          string
-		typ, exp, hash *string
-		subscribed     bool
+		owner             string
+		typ, exp, hash    *string
+		subscribed, alive bool
 	}
 	rows, err := collect(ctx, q, func(r row) (v ruleRow, err error) {
-		err = r.Scan(&v.owner, &v.typ, &v.exp, &v.hash, &v.subscribed)
+		err = r.Scan(&v.owner, &v.typ, &v.exp, &v.hash, &v.subscribed, &v.alive)
 		return v, err
 	}, sb.String(), args...)
 	if err != nil {
@@ -192,6 +198,9 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []st
 		if v.typ == nil {
 			out.Confirmed[v.owner] = true
 			continue
+		}
+		if !v.alive {
+			out.Gone[v.owner] = true
 		}
 		r := Rule{Exposure: event.Internal}
 		if v.exp != nil {

@@ -157,7 +157,7 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 			if n > 0 {
 				return nil
 			}
-			for _, stmt := range splitSQL(string(body)) {
+			for _, stmt := range db.statementsOf(string(body)) {
 				if _, err := q.exec(ctx, stmt); err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
@@ -208,6 +208,20 @@ func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
 
 // splitSQL splits a migration into statements on ';' at line ends, dropping
 // comment lines.
+// postgresOnly is how a migration for PostgreSQL alone begins: on SQLite
+// it is recorded as applied and runs nothing (e.g. 011, which drops foreign
+// keys SQLite cannot drop, and whose cost is PostgreSQL's).
+const postgresOnly = "-- postgres only"
+
+// statementsOf returns the statements of a migration to run on this
+// database.
+func (db *DB) statementsOf(body string) []string {
+	if strings.HasPrefix(body, postgresOnly) && db.Backend != Postgres {
+		return nil
+	}
+	return splitSQL(body)
+}
+
 func splitSQL(s string) []string {
 	var out []string
 	var cur strings.Builder

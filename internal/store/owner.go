@@ -80,7 +80,11 @@ func (q *Q) UpdateOwner(ctx context.Context, o *owner.Owner) error {
 }
 
 // DeleteOwner deletes an owner with its keys, endpoints, events, deliveries
-// and event types.
+// and event types; run it in a transaction. Keys and endpoints go by their
+// foreign keys; events and deliveries have none on PostgreSQL (migration
+// 011), so they are deleted here, after the owner's row: a publish holds
+// that row locked while it writes (ReadPublishRules), so the owner's
+// delete waits for it, and this delete then sees its events.
 func (q *Q) DeleteOwner(ctx context.Context, id string) error {
 	if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = $1`, id); err != nil {
 		return fmt.Errorf("delete owner: %w", err)
@@ -91,6 +95,11 @@ func (q *Q) DeleteOwner(ctx context.Context, id string) error {
 	}
 	if n == 0 {
 		return apperr.New(apperr.NotFound, "owner %q not found", id)
+	}
+	for _, table := range []string{"hookd_deliveries", "hookd_events"} {
+		if _, err := q.exec(ctx, `DELETE FROM `+table+` WHERE owner_id = $1`, id); err != nil {
+			return fmt.Errorf("delete owner: %w", err)
+		}
 	}
 	return nil
 }
