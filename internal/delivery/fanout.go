@@ -185,7 +185,11 @@ func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (defer
 		}
 		return nil, river.JobSnooze(time.Second)
 	}
-	have, err := q.EndpointsWithDelivery(ctx, f.ev.ID)
+	ids := make([]string, len(f.eps))
+	for i, ep := range f.eps {
+		ids[i] = ep.ID
+	}
+	have, err := q.EndpointsWithDelivery(ctx, f.ev.ID, ids)
 	if err != nil {
 		return nil, err
 	}

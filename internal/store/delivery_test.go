@@ -85,10 +85,21 @@ func TestDeliveryAttempts(t *testing.T) {
 		d := newDelivery("acme", ep.ID, ev.ID, t0)
 		d.JobID = 41 // fanout inserts the job first, then the delivery with its id
 		s.deliveries(d)
-		have, err := s.q.EndpointsWithDelivery(s.ctx, ev.ID)
+		other := s.endpoint("acme", 1)
+		s.deliveries(newDelivery("acme", other.ID, s.event("acme").ID, t0)) // another event's
+		// The fanout names the owner's endpoints, in chunks of 1,000: the
+		// one with a delivery comes last, in the second chunk.
+		ids := []string{other.ID}
+		for i := range 999 {
+			ids = append(ids, fmt.Sprintf("ep_none_%d", i))
+		}
+		have, err := s.q.EndpointsWithDelivery(s.ctx, ev.ID, append(ids, ep.ID))
 		must(t, err)
 		if len(have) != 1 || !have[ep.ID] {
 			t.Fatalf("EndpointsWithDelivery = %v, want only %s", have, ep.ID)
+		}
+		if have, err := s.q.EndpointsWithDelivery(s.ctx, ev.ID, ids); err != nil || len(have) != 0 {
+			t.Fatalf("EndpointsWithDelivery of endpoints without a delivery of the event = %v, %v; want none", have, err)
 		}
 
 		got, err := s.q.FindDelivery(s.ctx, ep.ID, ev.ID)

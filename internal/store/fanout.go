@@ -28,14 +28,25 @@ func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
 	return true, nil
 }
 
-// EndpointsWithDelivery returns the endpoints that already have a delivery
-// of eventID (what a repeated fanout must skip).
-func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string) (map[string]bool, error) {
-	ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1`, eventID)
-	if err != nil {
-		return nil, fmt.Errorf("endpoints with delivery: %w", err)
+// EndpointsWithDelivery returns which of endpointIDs already have a
+// delivery of eventID (what a repeated fanout must skip). It names the
+// endpoints so that the unique (endpoint_id, event_id) serves it: the
+// deliveries have no index by event alone (migration 012).
+func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string, endpointIDs []string) (map[string]bool, error) {
+	have := map[string]bool{}
+	for len(endpointIDs) > 0 {
+		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
+		endpointIDs = endpointIDs[len(chunk):]
+		ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1 AND endpoint_id IN (`+placeholders(2, len(chunk))+`)`,
+			append([]any{eventID}, anys(chunk)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("endpoints with delivery: %w", err)
+		}
+		for _, id := range ids {
+			have[id] = true
+		}
 	}
-	return setOf(ids), nil
+	return have, nil
 }
 
 // AwaitingFanout returns up to limit of the owner's events still awaiting
