@@ -417,3 +417,40 @@ func TestPublishWithoutSubscribers(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishDeletedOwner: an event of an owner with no row (deleted while
+// the publish ran, or never there: a library caller's) is refused 404,
+// saying so, and nothing of it is written. In a group, only its caller is
+// refused and the others commit; a batch is refused whole.
+func TestPublishDeletedOwner(t *testing.T) {
+	t.Parallel()
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
+		h := holdFirstGroup(b)
+		ghost := paid("", 1)
+		ghost.OwnerID = "ghost"
+		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{ghost, paid("", 2)})
+		for i, a := range answers {
+			switch {
+			case i == 0 && (apperr.CodeOf(a.err) != apperr.NotFound || !strings.Contains(a.err.Error(), `owner "ghost" not found`)):
+				t.Errorf("the deleted owner's caller: %v; want 404 saying the owner is not found", a.err)
+			case i != 0 && a.err != nil:
+				t.Errorf("caller %d: %v; only the deleted owner's caller is refused", i, a.err)
+			}
+		}
+		if got := h.groupSizes(); len(got) != 2 || got[1] != 2 {
+			t.Fatalf("group sizes %v; want [1 2]", got)
+		}
+		wantWritten(t, b.db, 2, 2)
+
+		ghost = paid("", 3)
+		ghost.OwnerID = "ghost"
+		err := b.db.InTx(context.Background(), func(q *store.Q) error {
+			_, err := b.svc.Publish(context.Background(), q, []*event.Event{paid("", 4), ghost})
+			return err
+		})
+		if apperr.CodeOf(err) != apperr.NotFound {
+			t.Errorf("a batch with the deleted owner's event: %v; want 404", err)
+		}
+		wantWritten(t, b.db, 2, 2)
+	})
+}
