@@ -82,12 +82,20 @@ func (q *Q) UpdateOwner(ctx context.Context, o *owner.Owner) error {
 // DeleteOwner deletes an owner with its keys, endpoints, events, deliveries
 // and event types; run it in a transaction. Keys and endpoints go by their
 // foreign keys; events and deliveries have none on PostgreSQL (migration
-// 011), so they are deleted here, after the owner's row: a publish holds
-// that row locked while it writes (ReadPublishRules), so the owner's
-// delete waits for it, and this delete then sees its events.
+// 011), so they are deleted here. The deliveries go first, by their
+// endpoints (the delivery log's indexes lead with endpoint_id; a delivery
+// a fanout writes after this is dropped by its job, DropOrphanDelivery).
+// The events go after the owner's row: a publish holds that row locked
+// while it writes (ReadPublishRules), so the owner's delete waits for it,
+// and the events' delete then sees what it wrote.
 func (q *Q) DeleteOwner(ctx context.Context, id string) error {
-	if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = $1`, id); err != nil {
-		return fmt.Errorf("delete owner: %w", err)
+	for _, stmt := range []string{
+		`DELETE FROM hookd_event_types WHERE owner_id = $1`,
+		`DELETE FROM hookd_deliveries WHERE endpoint_id IN (SELECT e.id FROM hookd_endpoints e WHERE e.owner_id = $1)`,
+	} {
+		if _, err := q.exec(ctx, stmt, id); err != nil {
+			return fmt.Errorf("delete owner: %w", err)
+		}
 	}
 	n, err := q.exec(ctx, `DELETE FROM hookd_owners WHERE id = $1`, id)
 	if err != nil {
@@ -96,10 +104,8 @@ func (q *Q) DeleteOwner(ctx context.Context, id string) error {
 	if n == 0 {
 		return apperr.New(apperr.NotFound, "owner %q not found", id)
 	}
-	for _, table := range []string{"hookd_deliveries", "hookd_events"} {
-		if _, err := q.exec(ctx, `DELETE FROM `+table+` WHERE owner_id = $1`, id); err != nil {
-			return fmt.Errorf("delete owner: %w", err)
-		}
+	if _, err := q.exec(ctx, `DELETE FROM hookd_events WHERE owner_id = $1`, id); err != nil {
+		return fmt.Errorf("delete owner: %w", err)
 	}
 	return nil
 }
