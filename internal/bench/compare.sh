@@ -7,7 +7,7 @@
 # falls on both sides alike, and prints every run's figures, each side's
 # median and the after/before ratio. Both runs use AFTER's load generator
 # and receiver (`--hookd` picks the served binary), so only the server
-# differs; the two builds must share their database migrations.
+# differs (BEFORE's when AFTER adds migrations: see GEN).
 #
 #   make bench-compare BEFORE=main AFTER=. PAIRS=4 \
 #     ARGS='--db postgres://postgres@127.0.0.1:5432/test?sslmode=disable --batch 1 --concurrency 32 --publish-only --events 5000'
@@ -17,6 +17,7 @@
 #
 # GEN=path runs the load generator and receiver of that hookd binary
 # instead of AFTER's: for builds older than `hookd bench --spawn --hookd`.
+# Unset, it is BEFORE's when AFTER adds database migrations (below).
 #
 # PGBENCH=N also runs, before each pair, pgbench's one-row-commit rate at N
 # clients on the same PostgreSQL (the publish path's ceiling), printed
@@ -50,6 +51,30 @@ else
 	echo "building before ($before) and after ($after)"
 	build "$before" "$out/before"
 	build "$after" "$out/after"
+fi
+
+# The generator sets up each run's schema with its own build's migrations,
+# and the served build applies whatever it has on top when it starts. So
+# when the two builds' migrations differ, the generator must be the build
+# with fewer of them: with the other's, the older build would run on the
+# newer schema (a dropped index or key in AFTER would be measured on both
+# sides) and nothing would say so.
+migrations() { # REV: the names of its hookd migrations, one a line
+	if [ "$1" = . ]; then
+		ls internal/store/migrations
+	else
+		git ls-tree --name-only "$1" internal/store/migrations/ | xargs -n1 basename
+	fi
+}
+if [ -z "${GEN:-}" ]; then
+	only_before=$(comm -23 <(migrations "$before" | sort) <(migrations "$after" | sort))
+	only_after=$(comm -13 <(migrations "$before" | sort) <(migrations "$after" | sort))
+	if [ -n "$only_after" ] && [ -z "$only_before" ]; then
+		GEN=$out/before
+		echo "after adds migrations ($(echo $only_after)): the load generator is before's, so each run's schema is before's and after applies its own at start"
+	elif [ -n "$only_after" ] && [ -n "$only_before" ]; then
+		echo "warning: each build has migrations the other lacks; the schema is after's for both (set GEN to choose)" >&2
+	fi
 fi
 
 db=$(sed -n 's/.*--db[ =]\([^ ]*\).*/\1/p' <<<"$args")
