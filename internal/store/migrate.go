@@ -206,8 +206,6 @@ func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
 	return len(files) - applied, nil
 }
 
-// splitSQL splits a migration into statements on ';' at line ends, dropping
-// comment lines.
 // postgresOnly is how a migration for PostgreSQL alone begins: on SQLite
 // it is recorded as applied and runs nothing (e.g. 011, which drops foreign
 // keys SQLite cannot drop, and whose cost is PostgreSQL's).
@@ -222,6 +220,8 @@ func (db *DB) statementsOf(body string) []string {
 	return splitSQL(body)
 }
 
+// splitSQL splits a migration into statements on ';' at line ends, dropping
+// comment lines.
 func splitSQL(s string) []string {
 	var out []string
 	var cur strings.Builder
