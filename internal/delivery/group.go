@@ -146,6 +146,10 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 				return inTx
 			}
 		}
+		var held bool
+		if admitted, out, held, inTx = g.s.insertQuiet(ctx, q, group); held || inTx != nil {
+			return inTx
+		}
 		admitted, out, inTx = g.s.insertAdmitted(ctx, q, group)
 		return inTx
 	})

@@ -98,6 +98,7 @@ type held struct {
 	release chan struct{}
 	queued  chan int
 	fail    func(group int) error // the group'th group's error (nil: none)
+	onQuiet *quietGroups          // records the QuietGroup hook (nil: nothing)
 }
 
 func holdFirstGroup(b groupBench) *held {
@@ -117,6 +118,11 @@ func holdFirstGroup(b groupBench) *held {
 				return h.fail(nth)
 			}
 			return nil
+		},
+		QuietGroup: func(held bool) {
+			if h.onQuiet != nil {
+				h.onQuiet.record(held)
+			}
 		},
 	})
 	return h

@@ -39,7 +39,8 @@ func (s *Service) precheck(evs []*event.Event) []checked {
 	var todo []int // of evs, with a kept, compiled schema
 	var schemas []*event.Schema
 	for i, ev := range evs {
-		hash := s.typeSchemas.hash(ev.OwnerID, ev.Type)
+		last, _ := s.lastRules.get(ev.OwnerID, ev.Type)
+		hash := last.rule.SchemaHash
 		if hash == "" {
 			continue
 		}
@@ -125,7 +126,7 @@ func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre
 		return verdicts{}, err
 	}
 	for _, k := range keys {
-		s.typeSchemas.set(k.Owner, k.Type, read.Of[k].SchemaHash)
+		s.lastRules.set(k, lastRule{rule: read.Of[k], quiet: !read.Gone[k.Owner] && !read.Subscribed[k.Owner]})
 	}
 	v := verdicts{rules: make([]store.Rule, len(evs)), subscribed: read.Subscribed, confirmed: read.Confirmed, refused: make([]error, len(evs))}
 	var todo []int // of evs, to check here
@@ -190,36 +191,43 @@ func (s *Service) KeepSchema(hash string, sch *event.Schema) {
 	}
 }
 
-// typeSchemas remembers, per owner and type, the schema hash the last
-// publish read ("" for none): what precheck checks against.
-type typeSchemas struct {
+// lastRules remembers, per owner and type, what the last publish read of
+// it: its rule, whose schema precheck checks against, and whether its owner
+// existed without an enabled endpoint, which the group commit's one-round-
+// trip insert expects to read again (quiet.go).
+type lastRules struct {
 	mu sync.RWMutex
-	m  map[[2]string]string
+	m  map[store.OwnerType]lastRule
 }
 
-// typeSchemasMax bounds the types remembered; past it all are forgotten,
+type lastRule struct {
+	rule store.Rule
+	// quiet: the owner existed and had no enabled endpoint.
+	quiet bool
+}
+
+// lastRulesMax bounds the types remembered; past it all are forgotten,
 // which costs the next publish of each a check in its transaction.
-const typeSchemasMax = 4096
+const lastRulesMax = 4096
 
-func (t *typeSchemas) hash(ownerID, typ string) string {
+func (t *lastRules) get(ownerID, typ string) (lastRule, bool) {
 	t.mu.RLock()
-	h := t.m[[2]string{ownerID, typ}]
+	r, ok := t.m[store.OwnerType{Owner: ownerID, Type: typ}]
 	t.mu.RUnlock()
-	return h
+	return r, ok
 }
 
-func (t *typeSchemas) set(ownerID, typ, hash string) {
-	k := [2]string{ownerID, typ}
+func (t *lastRules) set(k store.OwnerType, r lastRule) {
 	t.mu.RLock()
-	h, ok := t.m[k]
+	was, ok := t.m[k]
 	t.mu.RUnlock()
-	if ok && h == hash {
+	if ok && was == r {
 		return
 	}
 	t.mu.Lock()
-	if t.m == nil || len(t.m) >= typeSchemasMax {
-		t.m = map[[2]string]string{}
+	if t.m == nil || len(t.m) >= lastRulesMax {
+		t.m = map[store.OwnerType]lastRule{}
 	}
-	t.m[k] = hash
+	t.m[k] = r
 	t.mu.Unlock()
 }

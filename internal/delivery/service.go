@@ -123,8 +123,8 @@ type Service struct {
 	profiles sync.Map
 	// schemas are the compiled event-type schemas, by hash (schema.go).
 	schemas event.SchemaCache
-	// typeSchemas is each type's schema hash as last read (schema.go).
-	typeSchemas typeSchemas
+	// lastRules is each type's rule as last read (schema.go).
+	lastRules lastRules
 }
 
 // Hooks stop the delivery service at its hand-over windows, so tests can force the
@@ -151,6 +151,10 @@ type Hooks struct {
 	// transaction, with the group's size (on SQLite, holding it there
 	// holds no connection).
 	BeforePublishGroup func(size int)
+	// QuietGroup runs when a group commit tried its one-round-trip insert
+	// (quiet.go), with whether what it expected held (false: the group
+	// went on the usual way).
+	QuietGroup func(held bool)
 }
 
 // SetHooks installs h (nil: none). For tests.

@@ -107,8 +107,22 @@ const eventsPerStmt = 200
 // insertEventsStmt inserts evs, returning the ids of those written.
 func insertEventsStmt(evs []*event.Event) stmt {
 	var sb strings.Builder
-	sb.WriteString(`INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) VALUES `)
-	args := make([]any, 0, 11*len(evs))
+	sb.WriteString(insertEventsInto + `VALUES `)
+	args := eventRows(&sb, make([]any, 0, 11*len(evs)), evs, false)
+	sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
+	return stmt{sb.String(), args}
+}
+
+const insertEventsInto = `INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) `
+
+// eventColTypes are the types of insertEventsInto's columns.
+var eventColTypes = []string{"text", "text", "text", "text", "bigint", "bytea", "text", "text", "text", "bigint", "bigint"}
+
+// eventRows writes evs as VALUES rows for insertEventsInto to sb, each
+// parameter cast to its column's type if cast (a VALUES list that is not
+// the INSERT's own gives its parameters no type), and returns args with
+// their parameters appended.
+func eventRows(sb *strings.Builder, args []any, evs []*event.Event, cast bool) []any {
 	for i, e := range evs {
 		if i > 0 {
 			sb.WriteByte(',')
@@ -117,11 +131,14 @@ func insertEventsStmt(evs []*event.Event) stmt {
 		if e.IdempotencyKey != "" {
 			key = e.IdempotencyKey
 		}
-		sb.WriteString("(" + placeholders(len(args)+1, 11) + ")")
+		ph := placeholders(len(args)+1, len(eventColTypes))
+		if cast {
+			ph = typed(len(args)+1, eventColTypes...)
+		}
+		sb.WriteString("(" + ph + ")")
 		args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
 	}
-	sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
-	return stmt{sb.String(), args}
+	return args
 }
 
 // inserted appends to out what the insert of evs did, written being the

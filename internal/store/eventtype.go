@@ -173,10 +173,8 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []st
 		sb.WriteString("(" + placeholders(len(args)+1, 2) + ")")
 		args = append(args, k.Owner, k.Type)
 	}
-	sb.WriteString(`), live AS (SELECT id FROM hookd_owners WHERE id IN (SELECT o FROM k)` + q.keyShare() + `)`)
-	pick := ` FROM hookd_event_types t WHERE t.name = k.n AND ` + offeredTo(`k.o`) + ` ORDER BY t.owner_id DESC LIMIT 1)`
-	sb.WriteString(` SELECT k.o, k.n, (SELECT t.exposure` + pick + `, (SELECT t.schema_hash` + pick +
-		`, EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true), live.id IS NOT NULL FROM k LEFT JOIN live ON live.id = k.o`)
+	sb.WriteString(`), ` + q.liveOwners())
+	sb.WriteString(` SELECT k.o, k.n, ` + ruleOf("exposure") + `, ` + ruleOf("schema_hash") + `, ` + subscribed + `, live.id IS NOT NULL FROM k LEFT JOIN live ON live.id = k.o`)
 	if len(apiKeys) > 0 {
 		// A confirmed key is a row with no type.
 		sb.WriteString(` UNION ALL SELECT a.id, NULL, NULL, NULL, false, true FROM hookd_api_keys a WHERE a.revoked_at IS NULL AND a.id IN (` + placeholders(len(args)+1, len(apiKeys)) + `)`)
@@ -215,6 +213,23 @@ func (q *Q) ReadPublishRules(ctx context.Context, keys []OwnerType, apiKeys []st
 		}
 	}
 	return out, nil
+}
+
+// ruleOf is SQL for one column of the type k.n an owner k.o publishes, as
+// TypeRule resolves it (NULL: not registered), in a statement whose rows
+// k are (owner, type) pairs.
+func ruleOf(col string) string {
+	return `(SELECT t.` + col + ` FROM hookd_event_types t WHERE t.name = k.n AND ` + offeredTo(`k.o`) + ` ORDER BY t.owner_id DESC LIMIT 1)`
+}
+
+// subscribed is SQL for whether the owner k.o has an enabled endpoint.
+const subscribed = `EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.owner_id = k.o AND e.enabled = true)`
+
+// liveOwners is a CTE live of those owners k.o that exist, each locked
+// (FOR KEY SHARE, PostgreSQL) until the transaction ends: see
+// ReadPublishRules.
+func (q *Q) liveOwners() string {
+	return `live AS (SELECT id FROM hookd_owners WHERE id IN (SELECT o FROM k)` + q.keyShare() + `)`
 }
 
 // TypeSchema returns the schema of a type for an owner and its hash, as

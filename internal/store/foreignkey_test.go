@@ -101,22 +101,13 @@ func TestOwnerDeleteWaitsForPublish(t *testing.T) {
 
 	// The delete waits on the publish's lock: a backend deleting an owner,
 	// blocked by the one in the publish's open transaction.
-	waiting := func() int {
-		return s.count(`SELECT count(*) FROM pg_stat_activity w WHERE w.wait_event_type = 'Lock' AND w.query LIKE 'DELETE FROM hookd_owners%'
-			AND EXISTS (SELECT 1 FROM pg_stat_activity p WHERE p.pid = ANY (pg_blocking_pids(w.pid)) AND p.state = 'idle in transaction')`)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for waiting() == 0 {
+	s.waitBlocked("DELETE FROM hookd_owners", "the owner's delete", func() {
 		select {
 		case err := <-deleted:
 			t.Fatalf("the owner's delete finished (%v) while a publish to it was open: it did not wait for the publish's lock", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the owner's delete neither waited on the publish nor finished in 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 	released.Do(func() { close(release) })
 	must(t, <-published)
 	must(t, <-deleted)
@@ -130,6 +121,26 @@ func TestOwnerDeleteWaitsForPublish(t *testing.T) {
 	must(t, err)
 	if !read.Gone["acme"] {
 		t.Error("a publish after the delete does not know its owner is gone")
+	}
+}
+
+// waitBlocked returns once a backend running a statement that starts
+// with prefix (what, in messages) waits on a lock held by a transaction
+// left open; check runs between looks, to fail the test if the statement
+// ended without waiting. It fails the test after 10 s.
+func (s *bundle) waitBlocked(prefix, what string, check func()) {
+	s.t.Helper()
+	waiting := func() int {
+		return s.count(`SELECT count(*) FROM pg_stat_activity w WHERE w.wait_event_type = 'Lock' AND starts_with(w.query, $1)
+			AND EXISTS (SELECT 1 FROM pg_stat_activity p WHERE p.pid = ANY (pg_blocking_pids(w.pid)) AND p.state = 'idle in transaction')`, prefix)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for waiting() == 0 {
+		check()
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s neither waited on the open transaction's lock nor finished in 10 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

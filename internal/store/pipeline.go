@@ -185,11 +185,16 @@ func (t *pipeTx) sendWithBegin(ctx context.Context, sql string, args []any) pgx.
 // COMMIT in one round trip. stmtErr is sql's failure (nothing committed:
 // the caller rolls back); commitErr is COMMIT's, whose outcome a caller
 // cannot know (the connection may have died after the commit).
+//
+// A transaction whose only statement sql is sends BEGIN in that round trip
+// too (Q.InsertQuietEventsAndCommit).
 func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, each func(row) error) (stmtErr, commitErr error) {
-	if err := t.begin(ctx); err != nil {
-		return err, nil
-	}
 	var b pgx.Batch
+	withBegin := !t.begun
+	if withBegin {
+		b.Queue("begin")
+		t.begun = true
+	}
 	b.Queue(sql, args...)
 	b.Queue("commit")
 	br := t.conn.SendBatch(ctx, &b)
@@ -198,7 +203,14 @@ func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, ea
 			commitErr = err
 		}
 	}()
-	rs, err := br.Query()
+	var err error
+	if withBegin {
+		_, err = br.Exec()
+	}
+	var rs pgx.Rows
+	if err == nil {
+		rs, err = br.Query()
+	}
 	if err == nil {
 		for rs.Next() && err == nil {
 			err = each(rs)
@@ -218,6 +230,10 @@ func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, ea
 	}
 	return nil, err
 }
+
+// reopen makes the next statement begin a new transaction, after a
+// transaction committed (queryThenCommit) with nothing written.
+func (t *pipeTx) reopen() { t.begun, t.done = false, false }
 
 // afterBegin is the results of a batch sent after BEGIN, BEGIN's own
 // result read; a failed BEGIN fails every statement after it.
