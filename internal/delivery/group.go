@@ -18,10 +18,11 @@ import (
 // Group commit of single-event publishes. Each publish is one transaction,
 // and a transaction's cost is mostly its commit: the WAL flush on
 // PostgreSQL, the fsync of the WAL file on SQLite, and a handful of round
-// trips (on PostgreSQL two for an owner without endpoints, three with:
-// BEGIN goes out with the read of the types' rules, the owners' endpoints
-// and the callers' keys, River inserts the fanout jobs, and the events'
-// INSERT goes out with COMMIT; store.InTxForeground). So concurrent
+// trips (on PostgreSQL three for an owner with endpoints: BEGIN goes out
+// with the read of the types' rules, the owners' endpoints and the
+// callers' keys, River inserts the fanout jobs, and the events' INSERT
+// goes out with COMMIT; store.InTxForeground; one for owners without,
+// quiet.go). So concurrent
 // PublishOne calls share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
 // commit runs queue and go together in the next one, led by the first of
