@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/tracing"
 )
@@ -141,19 +142,25 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	var out []Published
 	var admitted []*publishCall
 	var inTx error // the transaction's own failure, before its commit
+	path := metrics.Usual
 	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
 		if h := g.s.hook().PublishGroup; h != nil {
 			if inTx = h(len(group)); inTx != nil {
 				return inTx
 			}
 		}
-		var held bool
-		if admitted, out, held, inTx = g.s.insertQuiet(ctx, q, group); held || inTx != nil {
+		var tried, held bool
+		if admitted, out, tried, held, inTx = g.s.insertQuiet(ctx, q, group); held || inTx != nil {
+			path = metrics.OneRoundTrip
 			return inTx
+		}
+		if tried {
+			path = metrics.Missed
 		}
 		admitted, out, inTx = g.s.insertAdmitted(ctx, q, group)
 		return inTx
 	})
+	g.s.cfg.Metrics.PublishGroup(len(group), path)
 	switch {
 	case err == nil:
 		for i, c := range admitted {

@@ -23,13 +23,13 @@ import (
 // the schema expected, goes the usual way at once.
 
 // insertQuiet commits the group's calls in one round trip if it can (see
-// above): held says it did, and then every call is answered, a call
-// refused by its schema with its refusal and the others by admitted and
-// out. Not held, nothing was written and q begins anew; err is as
-// insertAdmitted's.
-func (s *Service) insertQuiet(ctx context.Context, q *store.Q, calls []*publishCall) (admitted []*publishCall, out []Published, held bool, err error) {
+// above): tried says it sent that round trip, held that it committed them,
+// and then every call is answered, a call refused by its schema with its
+// refusal and the others by admitted and out. Not held, nothing was
+// written and q begins anew; err is as insertAdmitted's.
+func (s *Service) insertQuiet(ctx context.Context, q *store.Q, calls []*publishCall) (admitted []*publishCall, out []Published, tried, held bool, err error) {
 	if !q.CanInsertQuiet() {
-		return nil, nil, false, nil
+		return nil, nil, false, false, nil
 	}
 	var expect []store.Expected
 	var keys []string
@@ -40,7 +40,7 @@ func (s *Service) insertQuiet(ctx context.Context, q *store.Q, calls []*publishC
 	for _, c := range calls {
 		last, ok := s.lastRules.get(c.ev.OwnerID, c.ev.Type)
 		if !ok || !last.quiet || last.rule.SchemaHash != c.pre.hash && last.rule.SchemaHash != "" {
-			return nil, nil, false, nil
+			return nil, nil, false, false, nil
 		}
 		k := store.OwnerType{Owner: c.ev.OwnerID, Type: c.ev.Type}
 		if !slices.ContainsFunc(expect, func(e store.Expected) bool { return e.OwnerType == k }) {
@@ -56,14 +56,14 @@ func (s *Service) insertQuiet(ctx context.Context, q *store.Q, calls []*publishC
 		admitted, evs, exposure = append(admitted, c), append(evs, c.ev), append(exposure, last.rule.Exposure)
 	}
 	if len(evs) == 0 {
-		return nil, nil, false, nil
+		return nil, nil, false, false, nil
 	}
 	res, held, err := q.InsertQuietEventsAndCommit(ctx, evs, expect, keys)
 	if h := s.hook().QuietGroup; h != nil && err == nil {
 		h(held)
 	}
 	if err != nil || !held {
-		return nil, nil, false, err
+		return nil, nil, true, false, err
 	}
 	for _, c := range refused {
 		c.err = c.pre.err
@@ -75,5 +75,5 @@ func (s *Service) insertQuiet(ctx context.Context, q *store.Q, calls []*publishC
 	if s.cfg.Metrics != nil {
 		s.countPublished(ctx, q, evs, res)
 	}
-	return admitted, out, true, nil
+	return admitted, out, true, true, nil
 }

@@ -2,15 +2,20 @@ package delivery_test
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/metrics"
+	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -63,6 +68,8 @@ func openQuietBench(t *testing.T) groupBench {
 func TestQuietGroupEndpointAdded(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
+	m := metrics.New(metrics.Config{Profiles: []string{"standard"}})
+	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Metrics: m})
 	w := watchQuiet(b)
 	ctx := context.Background()
 	publish := func(n int) delivery.Published {
@@ -103,6 +110,28 @@ func TestQuietGroupEndpointAdded(t *testing.T) {
 		t.Fatalf("a publish to an owner last read with an endpoint tried the one-round-trip insert: %v", got)
 	}
 	wantWritten(t, b.db, 4, 2)
+
+	// What the metrics say of the four groups of one.
+	fams, err := m.Registry().Gather()
+	must(t, err)
+	got := map[string]float64{}
+	var sizes *dto.Histogram
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			switch f.GetName() {
+			case "hookd_publish_groups_total":
+				got[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+			case "hookd_publish_group_size":
+				sizes = s.GetHistogram()
+			}
+		}
+	}
+	if want := map[string]float64{"usual": 2, "one_round_trip": 1, "missed": 1}; !maps.Equal(got, want) {
+		t.Errorf("hookd_publish_groups_total by path %v, want %v", got, want)
+	}
+	if sizes == nil || sizes.GetSampleCount() != 4 || sizes.GetSampleSum() != 4 {
+		t.Errorf("hookd_publish_group_size %v; want 4 groups of one", sizes)
+	}
 }
 
 // TestQuietGroupSchema: in a group that commits in one round trip, a call

@@ -56,6 +56,8 @@ type Metrics struct {
 	attempt    *prometheus.HistogramVec
 	latency    *prometheus.HistogramVec
 	leaseBusy  prometheus.Counter
+	groups     [numGroupPaths]prometheus.Counter
+	groupSize  prometheus.Observer
 
 	// children by profile, resolved at start (read-only afterwards).
 	byProfile map[string]*profileChildren
@@ -100,7 +102,20 @@ func New(cfg Config) *Metrics {
 		Name: "hookd_lease_busy_total",
 		Help: "Deliver jobs that met their endpoint's lease held by another and snoozed.",
 	})
-	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy)
+	groups := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_publish_groups_total",
+		Help: "Group commits of single publishes, by path: one_round_trip, missed (tried one round trip, then the usual way) or usual.",
+	}, []string{"path"})
+	for p := range numGroupPaths {
+		m.groups[p] = groups.WithLabelValues(p.String())
+	}
+	groupSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "hookd_publish_group_size",
+		Help:    "Single publishes one group commit carried.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100},
+	})
+	m.groupSize = groupSize
+	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy, groups, groupSize)
 	if cfg.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -55,3 +55,28 @@ func (m *Metrics) LeaseBusy() {
 	}
 	m.leaseBusy.Inc()
 }
+
+// GroupPath is the value of hookd_publish_groups_total's path label: how a
+// group commit of single publishes wrote.
+type GroupPath int
+
+// The paths of a group commit.
+const (
+	OneRoundTrip GroupPath = iota // what it expected held: one round trip
+	Missed                        // tried one round trip, then the usual way
+	Usual                         // the usual way at once
+	numGroupPaths
+)
+
+var groupPathNames = [numGroupPaths]string{"one_round_trip", "missed", "usual"}
+
+func (p GroupPath) String() string { return groupPathNames[p] }
+
+// PublishGroup records one group commit of size single publishes.
+func (m *Metrics) PublishGroup(size int, path GroupPath) {
+	if m == nil {
+		return
+	}
+	m.groups[path].Inc()
+	m.groupSize.Observe(float64(size))
+}
