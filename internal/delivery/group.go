@@ -22,8 +22,8 @@ import (
 // trips (on PostgreSQL three for an owner with endpoints: BEGIN goes out
 // with the read of the types' rules, the owners' endpoints and the
 // callers' keys, River inserts the fanout jobs, and the events' INSERT
-// goes out with COMMIT; store.InTxForeground; one for owners without,
-// quiet.go). So concurrent
+// goes out with COMMIT; store.InTxForeground; one when the rules are what
+// the last read said, expected.go). So concurrent
 // PublishOne calls share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
 // commit runs queue and go together in the next one, led by the first of
@@ -150,7 +150,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 			}
 		}
 		var tried, held bool
-		if admitted, out, tried, held, inTx = g.s.insertQuiet(ctx, q, group); held || inTx != nil {
+		if admitted, out, tried, held, inTx = g.s.insertExpected(ctx, q, group); held || inTx != nil {
 			path = metrics.OneRoundTrip
 			return inTx
 		}

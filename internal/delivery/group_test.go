@@ -98,7 +98,7 @@ type held struct {
 	release chan struct{}
 	queued  chan int
 	fail    func(group int) error // the group'th group's error (nil: none)
-	onQuiet *quietGroups          // records the QuietGroup hook (nil: nothing)
+	onQuiet *quietGroups          // records the ExpectedGroup hook (nil: nothing)
 }
 
 func holdFirstGroup(b groupBench) *held {
@@ -119,7 +119,7 @@ func holdFirstGroup(b groupBench) *held {
 			}
 			return nil
 		},
-		QuietGroup: func(held bool) {
+		ExpectedGroup: func(held bool) {
 			if h.onQuiet != nil {
 				h.onQuiet.record(held)
 			}

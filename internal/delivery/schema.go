@@ -126,7 +126,7 @@ func (s *Service) admit(ctx context.Context, q *store.Q, evs []*event.Event, pre
 		return verdicts{}, err
 	}
 	for _, k := range keys {
-		s.lastRules.set(k, lastRule{rule: read.Of[k], quiet: !read.Gone[k.Owner] && !read.Subscribed[k.Owner]})
+		s.lastRules.set(k, lastRule{rule: read.Of[k], live: !read.Gone[k.Owner], subscribed: read.Subscribed[k.Owner]})
 	}
 	v := verdicts{rules: make([]store.Rule, len(evs)), subscribed: read.Subscribed, confirmed: read.Confirmed, refused: make([]error, len(evs))}
 	var todo []int // of evs, to check here
@@ -193,8 +193,8 @@ func (s *Service) KeepSchema(hash string, sch *event.Schema) {
 
 // lastRules remembers, per owner and type, what the last publish read of
 // it: its rule, whose schema precheck checks against, and whether its owner
-// existed without an enabled endpoint, which the group commit's one-round-
-// trip insert expects to read again (quiet.go).
+// existed and had an enabled endpoint, which the group commit's
+// one-round-trip insert expects to read again (expected.go).
 type lastRules struct {
 	mu sync.RWMutex
 	m  map[store.OwnerType]lastRule
@@ -202,8 +202,8 @@ type lastRules struct {
 
 type lastRule struct {
 	rule store.Rule
-	// quiet: the owner existed and had no enabled endpoint.
-	quiet bool
+	// live: the owner existed; subscribed: it had an enabled endpoint.
+	live, subscribed bool
 }
 
 // lastRulesMax bounds the types remembered; past it all are forgotten,

@@ -151,10 +151,10 @@ type Hooks struct {
 	// transaction, with the group's size (on SQLite, holding it there
 	// holds no connection).
 	BeforePublishGroup func(size int)
-	// QuietGroup runs when a group commit tried its one-round-trip insert
-	// (quiet.go), with whether what it expected held (false: the group
-	// went on the usual way).
-	QuietGroup func(held bool)
+	// ExpectedGroup runs when a group commit tried its one-round-trip
+	// insert (expected.go), with whether what it expected held (false: the
+	// group went on the usual way).
+	ExpectedGroup func(held bool)
 }
 
 // SetHooks installs h (nil: none). For tests.

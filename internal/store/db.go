@@ -80,8 +80,11 @@ type DB struct {
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; nil on SQLite, which has only the poll).
 	notifyQueue func(ctx context.Context, queue string) error
-	keys        keyLookups // API key lookups, shared by concurrent requests
-	keyCache    keyCache   // keys looked up before, for ops that confirm them (apikey_lookup.go)
+	// jobsDirect: a statement may write River's job rows itself
+	// (CanInsertJobs), set by NewRiver.
+	jobsDirect bool
+	keys       keyLookups // API key lookups, shared by concurrent requests
+	keyCache   keyCache   // keys looked up before, for ops that confirm them (apikey_lookup.go)
 }
 
 func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {

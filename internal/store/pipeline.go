@@ -187,7 +187,7 @@ func (t *pipeTx) sendWithBegin(ctx context.Context, sql string, args []any) pgx.
 // cannot know (the connection may have died after the commit).
 //
 // A transaction whose only statement sql is sends BEGIN in that round trip
-// too (Q.InsertQuietEventsAndCommit).
+// too (Q.InsertExpectedAndCommit).
 func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, each func(row) error) (stmtErr, commitErr error) {
 	var b pgx.Batch
 	withBegin := !t.begun

@@ -48,6 +48,10 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 		}
 		q = riverQueue[pgx.Tx]{c}
 		db.notifyQueue = notifyInsert(drv.GetExecutor(), db.schema)
+		// Nothing of the client's would run on an insert: no middleware,
+		// hooks or plugins (hookd's tracing adds otelriver's middleware).
+		db.jobsDirect = len(cfg.Middleware) == 0 && len(cfg.Hooks) == 0 && len(cfg.Plugins) == 0 &&
+			len(cfg.JobInsertMiddleware) == 0 //nolint:staticcheck // deprecated, but still installs middleware
 	} else {
 		c, err := river.NewClient(riversqlite.New(db.sqlDB), cfg)
 		if err != nil {
@@ -97,7 +101,7 @@ func (db *DB) UseRiver(client any) (Queue, error) {
 	default:
 		return nil, fmt.Errorf("unsupported River client %T: pass a *river.Client[pgx.Tx] (PostgreSQL) or *river.Client[*sql.Tx] (SQLite)", client)
 	}
-	db.queue = q
+	db.queue, db.jobsDirect = q, false
 	return q, nil
 }
 

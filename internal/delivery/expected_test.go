@@ -19,13 +19,15 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// The one-round-trip group commit (quiet.go) is PostgreSQL's: these tests
-// prove it is taken for owners last read without endpoints, and that
-// whenever what it expected no longer holds, each caller is answered as
-// the usual way answers: a fanout job once the owner has an endpoint, a
-// refusal once its type's schema refuses the data, 404 once it is gone.
+// The one-round-trip group commit (expected.go) is PostgreSQL's: these
+// tests prove it is taken once a type's rule was read, with a fanout job
+// for each event of an owner with an endpoint, and that whenever what it
+// expected no longer holds, each caller is answered as the usual way
+// answers: a fanout job once the owner has an endpoint, none once it has
+// none, a refusal once its type's schema refuses the data, 404 once it is
+// gone.
 
-// quietGroups records the QuietGroup hook's calls.
+// quietGroups records the ExpectedGroup hook's calls.
 type quietGroups struct {
 	mu   sync.Mutex
 	held []bool
@@ -33,7 +35,7 @@ type quietGroups struct {
 
 func watchQuiet(b groupBench) *quietGroups {
 	w := &quietGroups{}
-	b.svc.SetHooks(&delivery.Hooks{QuietGroup: w.record})
+	b.svc.SetHooks(&delivery.Hooks{ExpectedGroup: w.record})
 	return w
 }
 
@@ -60,12 +62,14 @@ func openQuietBench(t *testing.T) groupBench {
 	return openGroupBench(t, dbtest.Backend{Name: "postgres", Config: dbtest.Postgres})
 }
 
-// TestQuietGroupEndpointAdded: the first publish of a type reads its rule
+// TestExpectedGroupEndpoints: the first publish of a type reads its rule
 // the usual way; the next, of an owner without endpoints, commits in one
 // round trip with no fanout job. Once the owner has an endpoint the
 // expectation fails, the publish goes the usual way and gets its job, and
-// the publishes after it go the usual way at once.
-func TestQuietGroupEndpointAdded(t *testing.T) {
+// the publish after it commits in one round trip with its job. Once the
+// endpoint is disabled the expectation fails again, and the publish goes
+// the usual way, with no job.
+func TestExpectedGroupEndpoints(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
 	m := metrics.New(metrics.Config{Profiles: []string{"standard"}})
@@ -96,22 +100,33 @@ func TestQuietGroupEndpointAdded(t *testing.T) {
 	wantWritten(t, b.db, 2, 0)
 
 	now := time.Now()
-	must(t, b.db.InTx(ctx, func(q *store.Q) error {
-		return q.CreateEndpoint(ctx, &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "quiet", URL: "https://example.com/hook",
-			EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now})
-	}))
+	ep := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "quiet", URL: "https://example.com/hook",
+		EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
+	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, ep) }))
 	publish(3)
 	if got := w.since(1); len(got) != 1 || got[0] {
 		t.Fatalf("the publish after the endpoint's creation: one-round-trip inserts %v; want one that missed", got)
 	}
 	wantWritten(t, b.db, 3, 1)
-	publish(4)
-	if got := w.since(2); len(got) != 0 {
-		t.Fatalf("a publish to an owner last read with an endpoint tried the one-round-trip insert: %v", got)
+	p = publish(4)
+	if got := w.since(2); len(got) != 1 || !got[0] {
+		t.Fatalf("a publish to an owner last read with an endpoint: one-round-trip inserts %v; want one that held", got)
 	}
 	wantWritten(t, b.db, 4, 2)
+	if n := dbtest.Count(t, b.db, `SELECT count(*) FROM hookd_events e JOIN river_job j ON j.id = e.fanout_job
+		WHERE e.id = $1 AND j.kind = 'webhook.fanout' AND j.queue = $2 AND j.args->>'event_id' = e.id AND j.state = 'available'`, p.ID, delivery.QueueFanout); n != 1 {
+		t.Fatalf("the event committed in one round trip is not stored with its fanout job")
+	}
 
-	// What the metrics say of the four groups of one.
+	ep.Enabled, ep.DisabledReason, ep.UpdatedAt = false, "disabled by owner", time.Now()
+	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.UpdateEndpoint(ctx, ep) }))
+	publish(5)
+	if got := w.since(3); len(got) != 1 || got[0] {
+		t.Fatalf("the publish after the endpoint was disabled: one-round-trip inserts %v; want one that missed", got)
+	}
+	wantWritten(t, b.db, 5, 2)
+
+	// What the metrics say of the five groups of one.
 	fams, err := m.Registry().Gather()
 	must(t, err)
 	got := map[string]float64{}
@@ -126,19 +141,19 @@ func TestQuietGroupEndpointAdded(t *testing.T) {
 			}
 		}
 	}
-	if want := map[string]float64{"usual": 2, "one_round_trip": 1, "missed": 1}; !maps.Equal(got, want) {
+	if want := map[string]float64{"usual": 1, "one_round_trip": 2, "missed": 2}; !maps.Equal(got, want) {
 		t.Errorf("hookd_publish_groups_total by path %v, want %v", got, want)
 	}
-	if sizes == nil || sizes.GetSampleCount() != 4 || sizes.GetSampleSum() != 4 {
-		t.Errorf("hookd_publish_group_size %v; want 4 groups of one", sizes)
+	if sizes == nil || sizes.GetSampleCount() != 5 || sizes.GetSampleSum() != 5 {
+		t.Errorf("hookd_publish_group_size %v; want 5 groups of one", sizes)
 	}
 }
 
-// TestQuietGroupSchema: in a group that commits in one round trip, a call
+// TestExpectedGroupSchema: in a group that commits in one round trip, a call
 // whose data its type's schema refuses is refused alone and the others
 // commit; when the schema changed since it was last read, the expectation
 // fails and the new schema judges the data.
-func TestQuietGroupSchema(t *testing.T) {
+func TestExpectedGroupSchema(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
 	ctx := context.Background()
@@ -192,9 +207,9 @@ func TestQuietGroupSchema(t *testing.T) {
 	wantWritten(t, b.db, 5, 0)
 }
 
-// TestQuietGroupOwnerDeleted: a publish to an owner deleted since its
+// TestExpectedGroupOwnerDeleted: a publish to an owner deleted since its
 // type was last read is refused 404 and writes nothing.
-func TestQuietGroupOwnerDeleted(t *testing.T) {
+func TestExpectedGroupOwnerDeleted(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
 	w := watchQuiet(b)
@@ -212,11 +227,11 @@ func TestQuietGroupOwnerDeleted(t *testing.T) {
 	wantWritten(t, b.db, 0, 0)
 }
 
-// TestQuietGroupUncheckedData: callers who joined before this process had
+// TestExpectedGroupUncheckedData: callers who joined before this process had
 // read their type's schema were not checked against it, so their group
 // goes the usual way, which checks them, even though the group before
 // read the owner without endpoints.
-func TestQuietGroupUncheckedData(t *testing.T) {
+func TestExpectedGroupUncheckedData(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
 	typ := &event.Type{OwnerID: "quiet", Name: "order.paid", Exposure: event.Webhook, Schema: []byte(`{"properties": {"n": {"maximum": 100}}}`), CreatedAt: time.Now()}
