@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
@@ -255,4 +256,29 @@ func TestExpectedGroupUncheckedData(t *testing.T) {
 		t.Fatalf("one-round-trip inserts %v; want none: no caller's data was checked against the schema", got)
 	}
 	wantWritten(t, b.db, 2, 0)
+}
+
+// TestExpectedGroupTracing: with tracing on, each fanout job carries its
+// caller's trace, which only River's client writes: a group with fanout
+// jobs goes the usual way, and its events' jobs carry the traces.
+func TestExpectedGroupTracing(t *testing.T) {
+	t.Parallel()
+	b := openQuietBench(t)
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Tracer: tp.Tracer("test")})
+	w := watchQuiet(b)
+	for n := range 3 {
+		ctx, span := tp.Tracer("test").Start(context.Background(), "caller")
+		_, err := b.svc.PublishOne(ctx, paid("", n)) // acme has an endpoint
+		span.End()
+		must(t, err)
+	}
+	if got := w.since(0); len(got) != 0 {
+		t.Fatalf("one-round-trip inserts %v; want none: the jobs must carry their callers' traces", got)
+	}
+	wantWritten(t, b.db, 3, 3)
+	if n := dbtest.Count(t, b.db, `SELECT count(*) FROM river_job WHERE kind = 'webhook.fanout' AND metadata::text LIKE '%traceparent%'`); n != 3 {
+		t.Errorf("%d of 3 fanout jobs carry a trace", n)
+	}
 }
