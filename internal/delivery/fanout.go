@@ -35,20 +35,14 @@ type fanoutWorker struct {
 func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) error {
 	s := w.s
 	q := s.db.Q()
-	ev, err := q.GetEvent(ctx, "", job.Args.EventID)
+	read, err := q.ReadForFanout(ctx, job.Args.EventID)
 	if apperr.IsNotFound(err) {
-		return nil // pruned before fanout: nothing to offer
+		return nil // pruned before fanout, or its owner deleted: nothing to offer
 	}
 	if err != nil {
 		return err
 	}
-	o, err := q.GetOwner(ctx, ev.OwnerID)
-	if apperr.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	ev, o, eps := read.Event, read.Owner, read.Endpoints
 	p, err := s.cfg.Profiles.Get(o.Profile)
 	if err != nil {
 		return river.JobCancel(err)
@@ -56,11 +50,7 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if s.cfg.Metrics != nil {
 		s.profiles.Store(o.ID, o.Profile)
 	}
-	eps, err := q.ListEndpoints(ctx, o.ID, true)
-	if err != nil {
-		return err
-	}
-	view, err := s.scopeView(ctx, q, o.ID, eps)
+	view, err := s.scopeViewOf(ctx, q, o.ID, eps, read.Scoped)
 	if err != nil {
 		return err
 	}
@@ -81,6 +71,11 @@ func (s *Service) scopeView(ctx context.Context, q *store.Q, ownerID string, eps
 	if err != nil {
 		return nil, err
 	}
+	return s.scopeViewOf(ctx, q, ownerID, eps, scoped)
+}
+
+// scopeViewOf is scopeView with the owner's scoped types read already.
+func (s *Service) scopeViewOf(ctx context.Context, q *store.Q, ownerID string, eps []*endpoint.Endpoint, scoped map[string]bool) (*scope.View, error) {
 	v := &scope.View{Scoped: scoped, Now: s.now()}
 	if len(scoped) == 0 || s.cfg.Scope.Source != nil {
 		return v, nil
@@ -91,9 +86,11 @@ func (s *Service) scopeView(ctx context.Context, q *store.Q, ownerID string, eps
 			ids = append(ids, ep.GrantID)
 		}
 	}
-	if v.Grants, err = q.GrantsByID(ctx, ownerID, ids); err != nil {
+	grants, err := q.GrantsByID(ctx, ownerID, ids)
+	if err != nil {
 		return nil, err
 	}
+	v.Grants = grants
 	return v, nil
 }
 

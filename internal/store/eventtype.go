@@ -23,7 +23,12 @@ func offeredTo(o string) string {
 
 // effective adds to offered: a shared type the owner has registered itself
 // is the owner's, not the shared one.
-const effective = offered + ` AND (t.owner_id <> '' OR NOT EXISTS (SELECT 1 FROM hookd_event_types o WHERE o.owner_id = $1 AND o.name = t.name))`
+var effective = effectiveFor("$1")
+
+// effectiveFor is effective for the owner the SQL expression o names.
+func effectiveFor(o string) string {
+	return offeredTo(o) + ` AND (t.owner_id <> '' OR NOT EXISTS (SELECT 1 FROM hookd_event_types o WHERE o.owner_id = ` + o + ` AND o.name = t.name))`
+}
 
 // byName picks the one type of a name an owner sees: its own registration
 // first, then a shared one offered to it.
@@ -232,6 +237,10 @@ func (q *Q) liveOwners() string {
 	return `live AS (SELECT id FROM hookd_owners WHERE id IN (SELECT o FROM k)` + q.keyShare() + `)`
 }
 
+// scopedTypesOf, followed by effective (or effectiveFor), reads the names
+// of the scoped types an owner sees.
+const scopedTypesOf = `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `
+
 // TypeSchema returns the schema of a type for an owner and its hash, as
 // TypeRule resolves the type: what a process compiles when it first meets
 // a hash. An update committed since the rule was read shows here: its
@@ -248,7 +257,7 @@ func (q *Q) TypeSchema(ctx context.Context, ownerID, name string) ([]byte, strin
 // ScopedTypes returns the names of the types that are scoped for an owner
 // (usually none or one): fanout judges scope only for these.
 func (q *Q) ScopedTypes(ctx context.Context, ownerID string) (map[string]bool, error) {
-	names, err := collect(ctx, q, scanOne[string], `SELECT t.name FROM hookd_event_types t WHERE t.scoped AND `+effective, ownerID)
+	names, err := collect(ctx, q, scanOne[string], scopedTypesOf+effective, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("scoped event types: %w", err)
 	}

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/owner"
 )
 
 // LockEvent locks the event for this transaction (PostgreSQL: SELECT …
@@ -143,4 +147,109 @@ func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) 
 		}
 	}
 	return busy, nil
+}
+
+// FanoutRead is what a fanout reads before its transaction: the event, its
+// owner, the owner's enabled endpoints (oldest first) and the types scoped
+// for it (ScopedTypes).
+type FanoutRead struct {
+	Event     *event.Event
+	Owner     *owner.Owner
+	Endpoints []*endpoint.Endpoint
+	Scoped    map[string]bool
+}
+
+// eventOwner is SQL for the owner of the event $1.
+const eventOwner = `(SELECT owner_id FROM hookd_events WHERE id = $1)`
+
+// ReadForFanout reads what a fanout of the event needs before its
+// transaction; a NotFound if the event or its owner is gone. On
+// PostgreSQL the four reads go out in one round trip, each its own
+// statement naming the owner through the event (GetEvent, GetOwner,
+// ListEndpoints and ScopedTypes, one after another, were four, each on a
+// connection taken from the pool); SQLite runs them one after another.
+func (q *Q) ReadForFanout(ctx context.Context, eventID string) (*FanoutRead, error) {
+	pg, _ := q.querier.(pgQuerier)
+	batcher, ok := pg.c.(interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	})
+	if !ok {
+		return q.readForFanout(ctx, eventID)
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1`, eventID)
+	b.Queue(`SELECT `+ownerCols+` FROM hookd_owners WHERE id = `+eventOwner, eventID)
+	b.Queue(`SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = `+eventOwner+` AND enabled = true ORDER BY created_at, id`, eventID)
+	b.Queue(scopedTypesOf+effectiveFor(eventOwner), eventID)
+	br := batcher.SendBatch(ctx, &b)
+	read, err := scanFanoutRead(br, eventID)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("read for fanout: %w", classify(cerr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return read, nil
+}
+
+// scanFanoutRead reads ReadForFanout's four results from br.
+func scanFanoutRead(br pgx.BatchResults, eventID string) (*FanoutRead, error) {
+	var read FanoutRead
+	var err error
+	if read.Event, err = scanEvent(pgRow{br.QueryRow()}); NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "event %q not found", eventID)
+	} else if err != nil {
+		return nil, fmt.Errorf("read for fanout: event: %w", err)
+	}
+	if read.Owner, err = scanOwner(pgRow{br.QueryRow()}); NotFound(err) {
+		return nil, apperr.New(apperr.NotFound, "owner %q not found", read.Event.OwnerID)
+	} else if err != nil {
+		return nil, fmt.Errorf("read for fanout: owner: %w", err)
+	}
+	if read.Endpoints, err = collectRows(br, scanEndpoint); err != nil {
+		return nil, fmt.Errorf("read for fanout: endpoints: %w", err)
+	}
+	names, err := collectRows(br, scanOne[string])
+	if err != nil {
+		return nil, fmt.Errorf("read for fanout: scoped types: %w", err)
+	}
+	read.Scoped = setOf(names)
+	return &read, nil
+}
+
+// collectRows scans the next result of br with scan.
+func collectRows[T any](br pgx.BatchResults, scan func(row) (T, error)) ([]T, error) {
+	rs, err := br.Query()
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rs.Close()
+	var out []T
+	for rs.Next() {
+		v, err := scan(pgRows{rs})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, classify(rs.Err())
+}
+
+// readForFanout is ReadForFanout one read after another.
+func (q *Q) readForFanout(ctx context.Context, eventID string) (*FanoutRead, error) {
+	var read FanoutRead
+	var err error
+	if read.Event, err = q.GetEvent(ctx, "", eventID); err != nil {
+		return nil, err
+	}
+	if read.Owner, err = q.GetOwner(ctx, read.Event.OwnerID); err != nil {
+		return nil, err
+	}
+	if read.Endpoints, err = q.ListEndpoints(ctx, read.Owner.ID, true); err != nil {
+		return nil, err
+	}
+	if read.Scoped, err = q.ScopedTypes(ctx, read.Owner.ID); err != nil {
+		return nil, err
+	}
+	return &read, nil
 }

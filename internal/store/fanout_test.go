@@ -9,6 +9,8 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -291,5 +293,42 @@ func TestLockEvent(t *testing.T) {
 		}))
 		close(release)
 		must(t, <-done)
+	})
+}
+
+// TestReadForFanout: the fanout's reads before its transaction, in one
+// round trip on PostgreSQL, answer what GetEvent, GetOwner,
+// ListEndpoints (enabled only) and ScopedTypes answer one after another;
+// an event gone is a NotFound.
+func TestReadForFanout(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("other")
+		must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: "acme", Name: "invoice.paid", Exposure: event.Webhook, Scoped: true, CreatedAt: t0}))
+		must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: "other", Name: "order.paid", Exposure: event.Webhook, Scoped: true, CreatedAt: t0}))
+		on, off := s.endpoint("acme", 1), s.endpoint("acme", 1)
+		off.Enabled, off.DisabledReason = false, "disabled by owner"
+		must(t, s.db.InTx(s.ctx, func(q *store.Q) error { return q.UpdateEndpoint(s.ctx, off) }))
+		s.endpoint("other", 1)
+		ev := s.event("acme")
+
+		got, err := s.q.ReadForFanout(s.ctx, ev.ID)
+		must(t, err)
+		if got.Event.ID != ev.ID || got.Event.Type != ev.Type || string(got.Event.Data) != string(ev.Data) || !got.Event.CreatedAt.Equal(ev.CreatedAt) {
+			t.Errorf("event %+v, want %+v", got.Event, ev)
+		}
+		if got.Owner.ID != "acme" || got.Owner.Attributes["app"] != "acme" {
+			t.Errorf("owner %+v, want acme", got.Owner)
+		}
+		if len(got.Endpoints) != 1 || got.Endpoints[0].ID != on.ID || got.Endpoints[0].URL != on.URL || !got.Endpoints[0].Enabled {
+			t.Errorf("endpoints %v, want acme's enabled one %s", pluck(got.Endpoints, func(e *endpoint.Endpoint) string { return e.ID }), on.ID)
+		}
+		if len(got.Scoped) != 1 || !got.Scoped["invoice.paid"] {
+			t.Errorf("scoped types %v, want acme's invoice.paid only", got.Scoped)
+		}
+
+		_, err = s.q.ReadForFanout(s.ctx, "evt_gone")
+		wantCode(t, err, apperr.NotFound)
 	})
 }
