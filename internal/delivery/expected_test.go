@@ -28,26 +28,26 @@ import (
 // none, a refusal once its type's schema refuses the data, 404 once it is
 // gone.
 
-// quietGroups records the ExpectedGroup hook's calls.
-type quietGroups struct {
+// expectedGroups records the ExpectedGroup hook's calls.
+type expectedGroups struct {
 	mu   sync.Mutex
 	held []bool
 }
 
-func watchQuiet(b groupBench) *quietGroups {
-	w := &quietGroups{}
+func watchExpected(b groupBench) *expectedGroups {
+	w := &expectedGroups{}
 	b.svc.SetHooks(&delivery.Hooks{ExpectedGroup: w.record})
 	return w
 }
 
-func (w *quietGroups) record(held bool) {
+func (w *expectedGroups) record(held bool) {
 	w.mu.Lock()
 	w.held = append(w.held, held)
 	w.mu.Unlock()
 }
 
 // since returns the calls recorded after the first n.
-func (w *quietGroups) since(n int) []bool {
+func (w *expectedGroups) since(n int) []bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]bool(nil), w.held[n:]...)
@@ -75,7 +75,7 @@ func TestExpectedGroupEndpoints(t *testing.T) {
 	b := openQuietBench(t)
 	m := metrics.New(metrics.Config{Profiles: []string{"standard"}})
 	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Metrics: m})
-	w := watchQuiet(b)
+	w := watchExpected(b)
 	ctx := context.Background()
 	publish := func(n int) delivery.Published {
 		t.Helper()
@@ -171,9 +171,9 @@ func TestExpectedGroupSchema(t *testing.T) {
 	if _, err := b.svc.PublishOne(ctx, quietEvent(0)); err != nil {
 		t.Fatal(err)
 	}
-	w := &quietGroups{}
+	w := &expectedGroups{}
 	h := holdFirstGroup(b)
-	h.onQuiet = w
+	h.onExpected = w
 	bad := quietEvent(1000) // over the maximum
 	answers := publishBehindHeldGroup(t, b, h, quietEvent(0), []*event.Event{quietEvent(1), bad, quietEvent(2)})
 	for i, a := range answers {
@@ -213,7 +213,7 @@ func TestExpectedGroupSchema(t *testing.T) {
 func TestExpectedGroupOwnerDeleted(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
-	w := watchQuiet(b)
+	w := watchExpected(b)
 	ctx := context.Background()
 	_, err := b.svc.PublishOne(ctx, quietEvent(1))
 	must(t, err)
@@ -239,9 +239,9 @@ func TestExpectedGroupUncheckedData(t *testing.T) {
 	_, err := typ.CheckSchema()
 	must(t, err)
 	must(t, b.db.Q().PutEventType(context.Background(), typ))
-	w := &quietGroups{}
+	w := &expectedGroups{}
 	h := holdFirstGroup(b)
-	h.onQuiet = w
+	h.onExpected = w
 	answers := publishBehindHeldGroup(t, b, h, quietEvent(0), []*event.Event{quietEvent(1000), quietEvent(1)})
 	if apperr.CodeOf(answers[0].err) != apperr.Invalid {
 		t.Errorf("the caller whose data the schema refuses: %+v, %v; want invalid", answers[0].pub, answers[0].err)
@@ -267,7 +267,7 @@ func TestExpectedGroupTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Tracer: tp.Tracer("test")})
-	w := watchQuiet(b)
+	w := watchExpected(b)
 	for n := range 3 {
 		ctx, span := tp.Tracer("test").Start(context.Background(), "caller")
 		_, err := b.svc.PublishOne(ctx, paid("", n)) // acme has an endpoint

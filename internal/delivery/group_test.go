@@ -92,13 +92,13 @@ func paid(key string, n int) *event.Event {
 // until release is called, so the publishes that arrive meanwhile queue and
 // go together in the next group; queued(n) returns once n are queued.
 type held struct {
-	mu      sync.Mutex
-	sizes   []int
-	first   chan struct{} // closed when the first group is inside its transaction
-	release chan struct{}
-	queued  chan int
-	fail    func(group int) error // the group'th group's error (nil: none)
-	onQuiet *quietGroups          // records the ExpectedGroup hook (nil: nothing)
+	mu         sync.Mutex
+	sizes      []int
+	first      chan struct{} // closed when the first group is inside its transaction
+	release    chan struct{}
+	queued     chan int
+	fail       func(group int) error // the group'th group's error (nil: none)
+	onExpected *expectedGroups       // records the ExpectedGroup hook (nil: nothing)
 }
 
 func holdFirstGroup(b groupBench) *held {
@@ -120,8 +120,8 @@ func holdFirstGroup(b groupBench) *held {
 			return nil
 		},
 		ExpectedGroup: func(held bool) {
-			if h.onQuiet != nil {
-				h.onQuiet.record(held)
+			if h.onExpected != nil {
+				h.onExpected.record(held)
 			}
 		},
 	})

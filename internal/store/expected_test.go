@@ -37,7 +37,7 @@ func expectedBundle(t *testing.T) (*bundle, []store.Expected) {
 	return s, []store.Expected{{OwnerType: k, Rule: read.Of[k]}}
 }
 
-// insertQuiet runs InsertExpectedAndCommit as a group commit does, then
+// insertExpected runs InsertExpectedAndCommit as a group commit does, then
 // (not held) then's statements in what follows of the transaction.
 func (s *bundle) insertExpected(evs []*event.Event, jobs []*store.Job, expect []store.Expected, keys []string, then func(q *store.Q) error) (res []store.Inserted, held bool, err error) {
 	err = s.db.InTxForeground(s.ctx, func(q *store.Q) error {
