@@ -206,7 +206,14 @@ func TestReadme(t *testing.T) {
 
 	from = send(blocks["kwork"])
 	at = delivered(from, "ticket.closed")
-	kworkBody := out.text()[strings.Index(out.text(), out.line(at).text):]
+	// The body's lines follow the delivery's line: read them once its
+	// closing brace has arrived.
+	end := out.waitFor(t, at, regexp.MustCompile(`^}$`), 5*time.Second)
+	var kwork []string
+	for i := at; i <= end; i++ {
+		kwork = append(kwork, out.line(i).text)
+	}
+	kworkBody := strings.Join(kwork, "\n")
 	for _, want := range []string{`"tenant": "acme_corp"`, `"environment": "test"`, `"app": "app_1"`} {
 		if !strings.Contains(kworkBody, want) {
 			t.Errorf("the kwork delivery lacks %s:\n%s", want, kworkBody)
