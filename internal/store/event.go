@@ -73,7 +73,7 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 // the events may have committed: the caller must not publish them again.
 func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
 	tx, ok := q.tx.(*pipeTx)
-	if !ok || len(evs) == 0 {
+	if !ok || tx.relaxed || len(evs) == 0 { // events are never committed relaxed
 		return q.InsertEvents(ctx, evs)
 	}
 	cut := len(evs) - (len(evs)-1)%eventsPerStmt - 1 // the last statement's first event

@@ -131,10 +131,10 @@ func repeatsKey(evs []*event.Event, jobs []*Job) bool {
 
 // CanInsertExpected says whether InsertExpectedAndCommit can send its
 // round trip in q: a foreground transaction on PostgreSQL that has run no
-// statement yet.
+// statement yet (not a relaxed one: events are never committed relaxed).
 func (q *Q) CanInsertExpected() bool {
 	tx, ok := q.tx.(*pipeTx)
-	return ok && !tx.begun
+	return ok && !tx.begun && !tx.relaxed
 }
 
 // CanInsertJobs says whether InsertExpectedAndCommit may write River's job

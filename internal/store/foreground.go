@@ -38,14 +38,20 @@ func (db *DB) InTxForeground(ctx context.Context, fn func(q *Q) error) error {
 	if db.fgPool == nil {
 		return db.InTx(ctx, fn)
 	}
-	c, err := db.fgPool.Acquire(ctx)
+	return db.inPipeTx(ctx, db.fgPool, false, fn)
+}
+
+// inPipeTx runs fn in a pipeTx on a connection of pool (relaxed: see
+// pipeTx), committed if fn returns nil, rolled back otherwise.
+func (db *DB) inPipeTx(ctx context.Context, pool *pgxpool.Pool, relaxed bool, fn func(q *Q) error) error {
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return classify(err)
 	}
 	// The pool closes a connection released with a transaction still open
 	// (a panic in fn): nothing half-done is reused.
 	defer c.Release()
-	tx := &pipeTx{conn: c.Conn()}
+	tx := &pipeTx{conn: c.Conn(), relaxed: relaxed}
 	if err := fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx}); err != nil {
 		if rerr := tx.Rollback(ctx); rerr != nil {
 			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)

@@ -29,6 +29,9 @@ type pipeTx struct {
 	// begun: BEGIN was sent; done: COMMIT or ROLLBACK was, and statements
 	// now run on the connection alone, each its own implicit transaction.
 	begun, done bool
+	// relaxed: the commit does not wait for its WAL flush (DB.InTxRelaxed):
+	// set_config goes out with COMMIT, which is when PostgreSQL reads it.
+	relaxed bool
 }
 
 var _ pgx.Tx = (*pipeTx)(nil)
@@ -56,9 +59,41 @@ func (t *pipeTx) Commit(ctx context.Context) error {
 		return nil
 	}
 	t.done = true
-	tag, err := t.conn.Exec(ctx, "commit")
+	if !t.relaxed {
+		return commitTag(t.conn.Exec(ctx, "commit"))
+	}
+	var b pgx.Batch
+	t.queueCommit(&b)
+	br := t.conn.SendBatch(ctx, &b)
+	err := t.readCommit(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// queueCommit queues COMMIT, after set_config if the transaction is relaxed.
+func (t *pipeTx) queueCommit(b *pgx.Batch) {
+	if t.relaxed {
+		b.Queue(relaxCommit)
+	}
+	b.Queue("commit")
+}
+
+// readCommit reads the results queueCommit queued.
+func (t *pipeTx) readCommit(br pgx.BatchResults) error {
+	if t.relaxed {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return commitTag(br.Exec())
+}
+
+// commitTag is COMMIT's outcome from its tag: PostgreSQL answers COMMIT
+// of a failed transaction with ROLLBACK.
+func commitTag(tag pgconn.CommandTag, err error) error {
 	if err == nil && tag.String() == "ROLLBACK" {
-		// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK.
 		return pgx.ErrTxCommitRollback
 	}
 	return err
@@ -196,7 +231,7 @@ func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, ea
 		t.begun = true
 	}
 	b.Queue(sql, args...)
-	b.Queue("commit")
+	t.queueCommit(&b)
 	br := t.conn.SendBatch(ctx, &b)
 	defer func() {
 		if err := br.Close(); err != nil && stmtErr == nil && commitErr == nil {
@@ -224,11 +259,7 @@ func (t *pipeTx) queryThenCommit(ctx context.Context, sql string, args []any, ea
 		return err, nil // PostgreSQL skips the COMMIT after a failed statement
 	}
 	t.done = true
-	tag, err := br.Exec()
-	if err == nil && tag.String() == "ROLLBACK" {
-		err = pgx.ErrTxCommitRollback
-	}
-	return nil, err
+	return nil, t.readCommit(br)
 }
 
 // reopen makes the next statement begin a new transaction, after a
