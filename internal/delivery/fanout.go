@@ -157,7 +157,8 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 
 // fanoutRun is what one fanout knows before its transaction: the job's
 // event, its owner and profile, the owner's enabled endpoints, the scope
-// view, the time, and the deliver jobs' plain metadata (jobMeta).
+// view, the time, and the deliver jobs' plain metadata (jobMeta); and,
+// once its transaction has read them, the endpoints busy now.
 type fanoutRun struct {
 	ev   *event.Event
 	o    *owner.Owner
@@ -166,6 +167,7 @@ type fanoutRun struct {
 	view *scope.View
 	now  time.Time
 	meta []byte
+	busy map[string]bool
 }
 
 // fanoutTx is the fanout's transaction: it takes the event (and the others
@@ -173,27 +175,31 @@ type fanoutRun struct {
 // fanned out and deletes the others' fanout jobs. It returns the endpoints
 // whose new jobs it deferred (deferBusy).
 func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (deferred []string, err error) {
-	// Another fanout may be fanning this event out right now: look again
-	// once it has committed (its pairs are then skipped below) rather than
-	// hold a fanout worker waiting for it.
-	if ok, err := q.LockEvent(ctx, f.ev.ID); err != nil || !ok {
-		if err != nil {
-			return nil, err
-		}
-		return nil, river.JobSnooze(time.Second)
-	}
 	ids := make([]string, len(f.eps))
 	for i, ep := range f.eps {
 		ids[i] = ep.ID
 	}
-	have, err := q.EndpointsWithDelivery(ctx, f.ev.ID, ids)
+	take, err := q.TakeForFanout(ctx, f.ev.ID, f.o.ID, ids, s.cfg.FanoutBatch, f.now.UnixMicro())
 	if err != nil {
 		return nil, err
 	}
-	others, otherJobs, err := s.takeAlong(ctx, q, f)
-	if err != nil {
-		return nil, err
+	// Another fanout may be fanning this event out right now: look again
+	// once it has committed (its pairs are then skipped below) rather than
+	// hold a fanout worker waiting for it.
+	if !take.Locked {
+		return nil, river.JobSnooze(time.Second)
 	}
+	others, otherJobs := take.Others, take.OtherJobs
+	if len(others) > 0 {
+		// The events taken along may have been published after f.view
+		// was read (a grant revoked, then an event published): they are
+		// judged by a view read now, in this transaction, after they
+		// were (each statement sees what committed before it).
+		if f.view, err = s.scopeViewOf(ctx, q, f.o.ID, f.eps, take.Scoped); err != nil {
+			return nil, err
+		}
+	}
+	f.busy = take.Busy
 	// Each event's deliveries carry its own trace (tracing on): the events
 	// taken along continue theirs, read from their fanout jobs.
 	metaOf, endOthers, err := s.fanoutTraces(ctx, q, others, otherJobs, jobMeta{Profile: f.p.Name()}, f.meta)
@@ -201,23 +207,7 @@ func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (defer
 		return nil, err
 	}
 	defer endOthers()
-	return s.writeFanout(ctx, q, f, have, others, otherJobs, metaOf)
-}
-
-// takeAlong reads up to FanoutBatch other events of the owner awaiting
-// their fanout, and their fanout jobs. The events taken along may have
-// been published after f.view was read (a grant revoked, then an event
-// published): they are judged by a view read now, in this transaction,
-// after they were (each statement sees what committed before it).
-func (s *Service) takeAlong(ctx context.Context, q *store.Q, f *fanoutRun) (others []*event.Event, otherJobs []int64, err error) {
-	others, otherJobs, err = q.AwaitingFanout(ctx, f.o.ID, f.ev.ID, s.cfg.FanoutBatch)
-	if err != nil || len(others) == 0 {
-		return others, otherJobs, err
-	}
-	if f.view, err = s.scopeView(ctx, q, f.o.ID, f.eps); err != nil {
-		return nil, nil, err
-	}
-	return others, otherJobs, nil
+	return s.writeFanout(ctx, q, f, take.Have, others, otherJobs, metaOf)
 }
 
 // writeFanout writes the deliveries (and their jobs) of the job's event,
@@ -254,7 +244,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		}
 	}
 	if len(ds) > 0 {
-		if deferred, err = s.enqueue(ctx, q, ds, params, f.now); err != nil {
+		if deferred, err = s.enqueue(ctx, q, ds, params, f.busy, f.now); err != nil {
 			return nil, err
 		}
 	}
@@ -282,11 +272,9 @@ func (s *Service) newDelivery(f *fanoutRun, e *event.Event, ep *endpoint.Endpoin
 
 // enqueue writes the deliver jobs (params[i] is ds[i]'s) and then the
 // deliveries, each row once, with its job's id; it first defers the jobs
-// of deliveries to busy endpoints (deferBusy) and returns those endpoints.
-func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) (deferred []string, err error) {
-	if deferred, err = s.deferBusy(ctx, q, ds, params, now); err != nil {
-		return nil, err
-	}
+// of deliveries to the busy endpoints (deferBusy) and returns those.
+func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, busy map[string]bool, now time.Time) (deferred []string, err error) {
+	deferred = s.deferBusy(ds, params, busy, now)
 	if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
 		h(deferred)
 	}
@@ -306,8 +294,9 @@ func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delive
 	return deferred, nil
 }
 
-// deferBusy schedules out the jobs of deliveries to endpoints whose every
-// lease slot is held right now. Such a job would only be fetched, meet the
+// deferBusy schedules out the jobs of deliveries to busy endpoints (whose
+// every lease slot was held when the fanout's transaction read them:
+// store.FanoutTake), and returns those of ds' endpoints. Such a job would only be fetched, meet the
 // lease busy and snooze for BusySnooze (a fetch, a lease try, a read and a
 // completion, for nothing): under a hot endpoint's backlog that was most of
 // River's work. The deliveries themselves are due at once, and the
@@ -320,29 +309,23 @@ func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delive
 // BusySnooze): deferred only BusySnooze, a backlog longer than the drains
 // send in that time came due all at once, and thousands of jobs met the
 // lease busy and snoozed, again and again, beside the drain.
-func (s *Service) deferBusy(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, now time.Time) (deferred []string, err error) {
-	seen := make(map[string]bool, len(ds))
-	var ids []string
-	for _, d := range ds {
-		if !seen[d.EndpointID] {
-			seen[d.EndpointID] = true
-			ids = append(ids, d.EndpointID)
-		}
-	}
-	busy, err := q.BusyEndpoints(ctx, ids, now.UnixMicro())
-	if err != nil || len(busy) == 0 {
-		return nil, err
+func (s *Service) deferBusy(ds []*endpoint.Delivery, params []river.InsertManyParams, busy map[string]bool, now time.Time) (deferred []string) {
+	if len(busy) == 0 {
+		return nil
 	}
 	later := now.Add(max(s.cfg.BusySnooze, s.cfg.LeaseFor))
 	for i, d := range ds {
-		if opts := params[i].InsertOpts; busy[d.EndpointID] && opts.ScheduledAt.Before(later) {
+		if !busy[d.EndpointID] {
+			continue
+		}
+		if opts := params[i].InsertOpts; opts.ScheduledAt.Before(later) {
 			opts.ScheduledAt = later
 		}
+		if !slices.Contains(deferred, d.EndpointID) {
+			deferred = append(deferred, d.EndpointID)
+		}
 	}
-	for id := range busy {
-		deferred = append(deferred, id)
-	}
-	return deferred, nil
+	return deferred
 }
 
 // wakeIfFree runs after a fanout that deferred jobs has committed: for each

@@ -22,7 +22,7 @@ func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
 		return true, nil
 	}
 	var got string
-	err = q.queryRow(ctx, `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`, id).Scan(&got)
+	err = q.queryRow(ctx, lockEventSQL, id).Scan(&got)
 	if NotFound(err) {
 		return false, nil // locked (or pruned: the fanout finds it gone next time)
 	}
@@ -41,8 +41,7 @@ func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string, endpointI
 	for len(endpointIDs) > 0 {
 		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
 		endpointIDs = endpointIDs[len(chunk):]
-		ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1 AND endpoint_id IN (`+placeholders(2, len(chunk))+`)`,
-			append([]any{eventID}, anys(chunk)...)...)
+		ids, err := collect(ctx, q, scanOne[string], withDeliverySQL(len(chunk)), append([]any{eventID}, anys(chunk)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("endpoints with delivery: %w", err)
 		}
@@ -58,19 +57,24 @@ func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string, endpointI
 // on PostgreSQL it locks them (skipping any another fanout has locked), so
 // call it inside the transaction that fans them out.
 func (q *Q) AwaitingFanout(ctx context.Context, ownerID, except string, limit int) ([]*event.Event, []int64, error) {
-	evs, err := collect(ctx, q, scanEventJob, `SELECT `+eventCols+`, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
-		ORDER BY id LIMIT $3`+q.skipLocked(), ownerID, except, limit)
+	evs, err := collect(ctx, q, scanEventJob, q.awaitingFanoutSQL(), ownerID, except, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events awaiting fanout: %w", err)
 	}
+	evs, jobs := withJobs(evs)
+	return evs, jobs, nil
+}
+
+// withJobs is evs (nil if empty) and their fanout jobs.
+func withJobs(evs []*event.Event) ([]*event.Event, []int64) {
 	if len(evs) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	jobs := make([]int64, len(evs))
 	for i, e := range evs {
 		jobs[i] = e.FanoutJob
 	}
-	return evs, jobs, nil
+	return evs, jobs
 }
 
 // scanEventJob reads eventCols and fanout_job.
@@ -137,8 +141,7 @@ func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) 
 	for len(endpointIDs) > 0 {
 		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
 		endpointIDs = endpointIDs[len(chunk):]
-		ids, err := collect(ctx, q, scanOne[string], `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (`+placeholders(2, len(chunk))+`)
-			GROUP BY endpoint_id HAVING min(busy_until) > $1`, append([]any{now}, anys(chunk)...)...)
+		ids, err := collect(ctx, q, scanOne[string], busySQL(len(chunk)), append([]any{now}, anys(chunk)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("busy endpoints: %w", err)
 		}
@@ -147,6 +150,146 @@ func (q *Q) BusyEndpoints(ctx context.Context, endpointIDs []string, now int64) 
 		}
 	}
 	return busy, nil
+}
+
+const lockEventSQL = `SELECT id FROM hookd_events WHERE id = $1 FOR UPDATE SKIP LOCKED`
+
+// withDeliverySQL is EndpointsWithDelivery's statement for n endpoints
+// ($1 the event, then the endpoints).
+func withDeliverySQL(n int) string {
+	return `SELECT endpoint_id FROM hookd_deliveries WHERE event_id = $1 AND endpoint_id IN (` + placeholders(2, n) + `)`
+}
+
+// awaitingFanoutSQL is AwaitingFanout's statement ($1 the owner, $2 the
+// event excepted, $3 the limit).
+func (q *Q) awaitingFanoutSQL() string {
+	return `SELECT ` + eventCols + `, fanout_job FROM hookd_events WHERE owner_id = $1 AND fanout_job <> 0 AND id <> $2
+		ORDER BY id LIMIT $3` + q.skipLocked()
+}
+
+// busySQL is BusyEndpoints' statement for n endpoints ($1 now, then the
+// endpoints).
+func busySQL(n int) string {
+	return `SELECT endpoint_id FROM hookd_endpoint_leases WHERE endpoint_id IN (` + placeholders(2, n) + `)
+			GROUP BY endpoint_id HAVING min(busy_until) > $1`
+}
+
+// FanoutTake is what a fanout's transaction reads before it writes: the
+// event's lock (Locked false: another transaction holds it, and nothing
+// else here counts), which of the endpoints already have its delivery,
+// the owner's other events awaiting fanout with their fanout jobs, the
+// types scoped for the owner as of now, and which endpoints are busy.
+type FanoutTake struct {
+	Locked    bool
+	Have      map[string]bool
+	Others    []*event.Event
+	OtherJobs []int64
+	Scoped    map[string]bool
+	Busy      map[string]bool
+}
+
+// TakeForFanout reads a fanout transaction's FanoutTake, in this order:
+// LockEvent, EndpointsWithDelivery (of endpointIDs), AwaitingFanout (up
+// to limit), ScopedTypes and BusyEndpoints (of endpointIDs at now). Each
+// statement sees what committed before it, so a concurrent fanout the
+// lock waited out has its deliveries seen, and events taken along are
+// judged by scoped types read after them. On PostgreSQL the five go out
+// in one round trip (the transaction's first, with its BEGIN: pipeTx),
+// which one after another were five; SQLite, and more than 1,000
+// endpoints, run them one after another.
+func (q *Q) TakeForFanout(ctx context.Context, eventID, ownerID string, endpointIDs []string, limit int, now int64) (*FanoutTake, error) {
+	batcher, ok := q.batcher()
+	if !ok || len(endpointIDs) > 1000 {
+		return q.takeForFanout(ctx, eventID, ownerID, endpointIDs, limit, now)
+	}
+	var b pgx.Batch
+	b.Queue(lockEventSQL, eventID)
+	if len(endpointIDs) > 0 {
+		b.Queue(withDeliverySQL(len(endpointIDs)), append([]any{eventID}, anys(endpointIDs)...)...)
+	}
+	b.Queue(q.awaitingFanoutSQL(), ownerID, eventID, limit)
+	b.Queue(scopedTypesOf+effective, ownerID)
+	if len(endpointIDs) > 0 {
+		b.Queue(busySQL(len(endpointIDs)), append([]any{now}, anys(endpointIDs)...)...)
+	}
+	br := batcher.SendBatch(ctx, &b)
+	take, err := scanFanoutTake(br, len(endpointIDs) > 0)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = classify(cerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take for fanout: %w", err)
+	}
+	return take, nil
+}
+
+// scanFanoutTake reads TakeForFanout's results from br (withEndpoints:
+// the two reads of endpoints were queued).
+func scanFanoutTake(br pgx.BatchResults, withEndpoints bool) (*FanoutTake, error) {
+	take := &FanoutTake{Have: map[string]bool{}, Busy: map[string]bool{}}
+	locked, err := collectRows(br, scanOne[string])
+	if err != nil {
+		return nil, err
+	}
+	take.Locked = len(locked) > 0
+	if withEndpoints {
+		have, err := collectRows(br, scanOne[string])
+		if err != nil {
+			return nil, err
+		}
+		take.Have = setOf(have)
+	}
+	others, err := collectRows(br, scanEventJob)
+	if err != nil {
+		return nil, err
+	}
+	take.Others, take.OtherJobs = withJobs(others)
+	names, err := collectRows(br, scanOne[string])
+	if err != nil {
+		return nil, err
+	}
+	take.Scoped = setOf(names)
+	if withEndpoints {
+		busy, err := collectRows(br, scanOne[string])
+		if err != nil {
+			return nil, err
+		}
+		take.Busy = setOf(busy)
+	}
+	return take, nil
+}
+
+// takeForFanout is TakeForFanout one read after another.
+func (q *Q) takeForFanout(ctx context.Context, eventID, ownerID string, endpointIDs []string, limit int, now int64) (take *FanoutTake, err error) {
+	take = &FanoutTake{}
+	if take.Locked, err = q.LockEvent(ctx, eventID); err != nil || !take.Locked {
+		return take, err
+	}
+	if take.Have, err = q.EndpointsWithDelivery(ctx, eventID, endpointIDs); err != nil {
+		return nil, err
+	}
+	if take.Others, take.OtherJobs, err = q.AwaitingFanout(ctx, ownerID, eventID, limit); err != nil {
+		return nil, err
+	}
+	if take.Scoped, err = q.ScopedTypes(ctx, ownerID); err != nil {
+		return nil, err
+	}
+	if take.Busy, err = q.BusyEndpoints(ctx, endpointIDs, now); err != nil {
+		return nil, err
+	}
+	return take, nil
+}
+
+// batcher is q's connection or transaction as a sender of pgx batches
+// (PostgreSQL only).
+func (q *Q) batcher() (interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, bool) {
+	pg, _ := q.querier.(pgQuerier)
+	b, ok := pg.c.(interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	})
+	return b, ok
 }
 
 // FanoutRead is what a fanout reads before its transaction: the event, its
@@ -169,10 +312,7 @@ const eventOwner = `(SELECT owner_id FROM hookd_events WHERE id = $1)`
 // ListEndpoints and ScopedTypes, one after another, were four, each on a
 // connection taken from the pool); SQLite runs them one after another.
 func (q *Q) ReadForFanout(ctx context.Context, eventID string) (*FanoutRead, error) {
-	pg, _ := q.querier.(pgQuerier)
-	batcher, ok := pg.c.(interface {
-		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-	})
+	batcher, ok := q.batcher()
 	if !ok {
 		return q.readForFanout(ctx, eventID)
 	}

@@ -332,3 +332,93 @@ func TestReadForFanout(t *testing.T) {
 		wantCode(t, err, apperr.NotFound)
 	})
 }
+
+// TestTakeForFanout: a fanout transaction's first reads (in one round
+// trip on PostgreSQL, BEGIN included) answer what LockEvent,
+// EndpointsWithDelivery, AwaitingFanout, ScopedTypes and BusyEndpoints
+// answer one after another, and the transaction goes on after them; an
+// event another transaction holds is not Locked (PostgreSQL).
+func TestTakeForFanout(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("other")
+		must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: "acme", Name: "invoice.paid", Exposure: event.Webhook, Scoped: true, CreatedAt: t0}))
+		delivered, busy, idle := s.endpoint("acme", 1), s.endpoint("acme", 1), s.endpoint("acme", 2)
+		now, until := ts(t0), ts(t0.Add(20*time.Second))
+		if _, ok, err := s.q.TakeLease(s.ctx, busy.ID, 1, now, until); err != nil || !ok {
+			t.Fatalf("take lease: %v %v", ok, err)
+		}
+		if _, ok, err := s.q.TakeLease(s.ctx, idle.ID, 2, now, until); err != nil || !ok { // one of two slots
+			t.Fatalf("take lease: %v %v", ok, err)
+		}
+		ev := s.awaiting("acme", 7)
+		s.deliveries(newDelivery("acme", delivered.ID, ev.ID, t0))
+		along := []*event.Event{s.awaiting("acme", 8), s.awaiting("acme", 9), s.awaiting("acme", 10)}
+		s.awaiting("other", 11)
+		s.event("acme") // fanned out already
+		ids := []string{delivered.ID, busy.ID, idle.ID}
+
+		var take *store.FanoutTake
+		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+			if take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now); err != nil {
+				return err
+			}
+			return q.MarkFannedOut(s.ctx, []string{ev.ID}) // the transaction goes on
+		}))
+		if !take.Locked {
+			t.Fatal("a free event was not locked")
+		}
+		if len(take.Have) != 1 || !take.Have[delivered.ID] {
+			t.Errorf("have %v, want only %s", take.Have, delivered.ID)
+		}
+		if got := pluck(take.Others, func(e *event.Event) string { return e.ID }); len(got) != 2 || got[0] != along[0].ID || got[1] != along[1].ID {
+			t.Errorf("others %v, want the owner's two oldest awaiting %s %s", got, along[0].ID, along[1].ID)
+		}
+		if len(take.OtherJobs) != 2 || take.OtherJobs[0] != 8 || take.OtherJobs[1] != 9 {
+			t.Errorf("other jobs %v, want [8 9]", take.OtherJobs)
+		}
+		if len(take.Scoped) != 1 || !take.Scoped["invoice.paid"] {
+			t.Errorf("scoped %v, want invoice.paid", take.Scoped)
+		}
+		if len(take.Busy) != 1 || !take.Busy[busy.ID] {
+			t.Errorf("busy %v, want only %s", take.Busy, busy.ID)
+		}
+		if n := s.count(`SELECT count(*) FROM hookd_events WHERE id = $1 AND fanout_job = 0`, ev.ID); n != 1 {
+			t.Fatal("the transaction's write after its reads did not commit")
+		}
+		// No endpoints: only the event and the others are read.
+		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+			take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", nil, 10, now)
+			return err
+		}))
+		if !take.Locked || len(take.Have) != 0 || len(take.Busy) != 0 || len(take.Others) != 3 {
+			t.Errorf("without endpoints: %+v, want locked, 3 others, nothing else", take)
+		}
+
+		if s.db.Pool() == nil {
+			return
+		}
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+		go func() {
+			done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
+				if ok, err := tx.LockEvent(s.ctx, ev.ID); err != nil || !ok {
+					t.Errorf("first lock: ok %v err %v", ok, err)
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+			take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now)
+			return err
+		}))
+		close(release)
+		must(t, <-done)
+		if take.Locked {
+			t.Error("an event another transaction holds was locked again")
+		}
+	})
+}
