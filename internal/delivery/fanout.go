@@ -61,20 +61,11 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	return s.fanout(ctx, ev, o, p, eps, view, meta)
 }
 
-// scopeView reads what the scope predicate needs, afresh for every fanout
-// (a type made scoped, a grant revoked or edited applies to the next one):
-// the owner's scoped types and, when there are any, the stored grants its
-// endpoints name. It runs before the fanout's transaction: on SQLite that
-// holds the only connection.
-func (s *Service) scopeView(ctx context.Context, q *store.Q, ownerID string, eps []*endpoint.Endpoint) (*scope.View, error) {
-	scoped, err := q.ScopedTypes(ctx, ownerID)
-	if err != nil {
-		return nil, err
-	}
-	return s.scopeViewOf(ctx, q, ownerID, eps, scoped)
-}
-
-// scopeViewOf is scopeView with the owner's scoped types read already.
+// scopeViewOf is what the scope predicate needs, read afresh for every
+// fanout (a type made scoped, a grant revoked or edited applies to the
+// next one): the owner's scoped types (read already, with the fanout's
+// other reads) and, when there are any, the stored grants its endpoints
+// name.
 func (s *Service) scopeViewOf(ctx context.Context, q *store.Q, ownerID string, eps []*endpoint.Endpoint, scoped map[string]bool) (*scope.View, error) {
 	v := &scope.View{Scoped: scoped, Now: s.now()}
 	if len(scoped) == 0 || s.cfg.Scope.Source != nil {
@@ -244,7 +235,18 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		}
 	}
 	if len(ds) > 0 {
-		if deferred, err = s.enqueue(ctx, q, ds, params, f.busy, f.now); err != nil {
+		deferred = s.deferBusy(ds, params, f.busy, f.now)
+		if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
+			h(deferred)
+		}
+		wrote, err := writeAndCommit(ctx, q, ds, params, done, gone)
+		if h := s.hook().FanoutWritten; h != nil && err == nil {
+			h(wrote)
+		}
+		if wrote || err != nil {
+			return deferred, err
+		}
+		if err := enqueue(ctx, q, ds, params); err != nil {
 			return nil, err
 		}
 	}
@@ -252,6 +254,29 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		return nil, err
 	}
 	return deferred, q.DeleteJobs(ctx, gone)
+}
+
+// writeAndCommit writes the fanout (the deliveries ds, their jobs params,
+// the events done, the fanout jobs gone) and commits, in one round trip
+// where the store can (store.Q.WriteFanoutAndCommit); wrote false: it
+// sent nothing, and the caller writes them the usual way.
+func writeAndCommit(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, done []string, gone []int64) (wrote bool, err error) {
+	jobs := make([]*store.Job, len(params))
+	for i, p := range params {
+		// River's insert encodes args with encoding/json; DeliverArgs has
+		// no InsertOpts of its own, so params' are the job's.
+		b, err := json.Marshal(p.Args)
+		if err != nil {
+			return false, err
+		}
+		o := p.InsertOpts
+		jobs[i] = &store.Job{Kind: p.Args.Kind(), Queue: o.Queue, MaxAttempts: o.MaxAttempts, Args: b, Metadata: o.Metadata, ScheduledAt: o.ScheduledAt}
+	}
+	wrote, err = q.WriteFanoutAndCommit(ctx, store.FanoutWrite{Deliveries: ds, Jobs: jobs, FannedOut: done, Gone: gone})
+	if err != nil {
+		return wrote, fmt.Errorf("enqueue deliveries: %w", err)
+	}
+	return wrote, nil
 }
 
 // newDelivery is e's delivery to ep and its deliver job's insert
@@ -270,17 +295,12 @@ func (s *Service) newDelivery(f *fanoutRun, e *event.Event, ep *endpoint.Endpoin
 	return d, deliverParams(d, f.p, meta, at, now)
 }
 
-// enqueue writes the deliver jobs (params[i] is ds[i]'s) and then the
-// deliveries, each row once, with its job's id; it first defers the jobs
-// of deliveries to the busy endpoints (deferBusy) and returns those.
-func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, busy map[string]bool, now time.Time) (deferred []string, err error) {
-	deferred = s.deferBusy(ds, params, busy, now)
-	if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
-		h(deferred)
-	}
+// enqueue writes the deliver jobs (params[i] is ds[i]'s) through River's
+// client and then the deliveries, each row once, with its job's id.
+func enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams) error {
 	res, err := q.InsertJobs(ctx, params)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue deliveries: %w", err)
+		return fmt.Errorf("enqueue deliveries: %w", err)
 	}
 	for i, r := range res {
 		ds[i].JobID = r.Job.ID
@@ -288,16 +308,14 @@ func (s *Service) enqueue(ctx context.Context, q *store.Q, ds []*endpoint.Delive
 	// A concurrent fanout of the same event (rare) may have won a pair: ON
 	// CONFLICT skips it, and the job inserted here for it finds the
 	// delivery's job_id is another's and does nothing.
-	if _, err := q.InsertDeliveries(ctx, ds); err != nil {
-		return nil, err
-	}
-	return deferred, nil
+	_, err = q.InsertDeliveries(ctx, ds)
+	return err
 }
 
 // deferBusy schedules out the jobs of deliveries to busy endpoints (whose
 // every lease slot was held when the fanout's transaction read them:
-// store.FanoutTake), and returns those of ds' endpoints. Such a job would only be fetched, meet the
-// lease busy and snooze for BusySnooze (a fetch, a lease try, a read and a
+// store.FanoutTake), and returns those of ds' endpoints. Such a job would
+// only be fetched, meet the lease busy and snooze for BusySnooze (a fetch, a lease try, a read and a
 // completion, for nothing): under a hot endpoint's backlog that was most of
 // River's work. The deliveries themselves are due at once, and the
 // holders' drains send them (the drain reads until it finds nothing, then

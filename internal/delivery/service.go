@@ -155,6 +155,10 @@ type Hooks struct {
 	// insert (expected.go), with whether what it expected held (false: the
 	// group went on the usual way).
 	ExpectedGroup func(held bool)
+	// FanoutWritten runs when a fanout has written deliveries, with
+	// whether it wrote them and committed in one round trip
+	// (store.Q.WriteFanoutAndCommit).
+	FanoutWritten func(oneTrip bool)
 }
 
 // SetHooks installs h (nil: none). For tests.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/internal/event"
 )
@@ -38,13 +39,19 @@ type Expected struct {
 	Subscribed bool
 }
 
-// Job is a River job InsertExpectedAndCommit inserts for an event: its
-// kind, queue, attempts and its args, encoded as River encodes them
-// (encoding/json), so River's worker decodes them as its own.
+// Job is a River job the store writes itself (InsertExpectedAndCommit,
+// WriteFanoutAndCommit): its kind, queue, attempts and its args, encoded
+// as River encodes them (encoding/json), so River's worker decodes them
+// as its own.
 type Job struct {
 	Kind, Queue string
 	MaxAttempts int
 	Args        []byte
+	// Metadata is the job's (nil: none); ScheduledAt, if set, when it
+	// comes due (zero: now). WriteFanoutAndCommit writes both; a fanout
+	// job (InsertExpectedAndCommit) has neither.
+	Metadata    []byte
+	ScheduledAt time.Time
 }
 
 // InsertExpectedAndCommit inserts evs and their fanout jobs (jobs[i] is
