@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hookd/hookd/internal/endpoint"
 )
@@ -75,7 +74,9 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // fanoutWriteStmt is WriteFanoutAndCommit's statement. Its rows are the
 // deliveries written, each with its job's id, and, if any job it wrote is
 // available now, one row (”, 0) that sent River's insert notification for
-// its queues, as River's insert does (notifyInsert).
+// its queues, as River's insert does (notifyInsert). Its rows come in as
+// arrays (unnest), as River's own insert's do, so its text is one of four
+// whatever the fanout's size, and PostgreSQL plans it once per connection.
 //
 // The job rows are what River's InsertManyTx writes for jobs without
 // unique options at priority 1 (River's default), as for fanoutJobsCTE,
@@ -85,51 +86,54 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // TestWriteFanout (fanout_write_test.go), which has River's own client
 // run the jobs, and by the delivery tests, which fan out through it.
 func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
-	var sb strings.Builder
-	args := make([]any, 0, 14*len(w.Deliveries)+len(w.FannedOut)+len(w.Gone)+4)
-	var queues []string
-	sb.WriteString(`WITH v(id, o, ep, ev, et, st, nx, c, a, kd, m, q, md, sch) AS (VALUES `)
+	n := len(w.Deliveries)
+	var (
+		ids, owners, eps, evs, types, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		next                                 = make([]*int64, n)
+		created, sched                       = make([]int64, n), make([]int64, n) // sched 0: now
+		args, kinds, queues, metas           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts                             = make([]int32, n)
+		notify                               []string // the queues of jobs available now
+	)
 	for i, d := range w.Deliveries {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
 		j := w.Jobs[i]
-		sb.WriteString("(" + typed(len(args)+1, "text", "text", "text", "text", "text", "text", "bigint", "bigint", "jsonb", "text", "smallint", "text", "jsonb", "timestamptz") + ")")
-		md := j.Metadata
-		if len(md) == 0 {
-			md = []byte("{}")
+		ids[i], owners[i], eps[i], evs[i], types[i], states[i] = d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, string(d.State)
+		next[i], created[i] = tsPtr(d.NextAttemptAt), ts(d.CreatedAt)
+		args[i], kinds[i], queues[i], attempts[i], metas[i] = string(j.Args), j.Kind, j.Queue, int32(j.MaxAttempts), string(j.Metadata)
+		if metas[i] == "" {
+			metas[i] = "{}"
 		}
-		var sch *time.Time
 		if !j.ScheduledAt.IsZero() {
-			sch = &j.ScheduledAt
-		} else if !slices.Contains(queues, j.Queue) {
-			queues = append(queues, j.Queue)
+			sched[i] = ts(j.ScheduledAt)
+		} else if !slices.Contains(notify, j.Queue) {
+			notify = append(notify, j.Queue)
 		}
-		args = append(args, d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, string(d.State), tsPtr(d.NextAttemptAt), ts(d.CreatedAt),
-			j.Args, j.Kind, j.MaxAttempts, j.Queue, md, sch)
 	}
-	sb.WriteString(`), jid AS MATERIALIZED (SELECT v.*, nextval('river_job_id_seq') AS j FROM v)`)
+	var sb strings.Builder
+	sb.WriteString(`WITH jid AS MATERIALIZED (SELECT v.*, nextval('river_job_id_seq') AS j FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],` +
+		` $7::bigint[], $8::bigint[], $9::jsonb[], $10::text[], $11::int[], $12::text[], $13::jsonb[], $14::bigint[]) AS v(id, o, ep, ev, et, st, nx, c, a, kd, m, q, md, sch))`)
 	sb.WriteString(`, d AS (INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, next_attempt_at, created_at, updated_at)` +
 		` SELECT id, o, ep, ev, et, j, st, 0, nx, c, c FROM jid ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id, job_id)`)
+	// scheduled_at: the job's time, exactly (microseconds since the epoch), or now.
 	sb.WriteString(`, jobs AS (INSERT INTO river_job (id, args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)` +
-		` SELECT jid.j, jid.a, now(), jid.kd, jid.m, jid.md, 1, jid.q, COALESCE(jid.sch, now()), CASE WHEN jid.sch IS NULL THEN 'available' ELSE 'scheduled' END::river_job_state, '{}'` +
+		` SELECT jid.j, jid.a, now(), jid.kd, jid.m::smallint, jid.md, 1, jid.q,` +
+		` CASE WHEN jid.sch = 0 THEN now() ELSE timestamptz 'epoch' + jid.sch * interval '1 microsecond' END,` +
+		` CASE WHEN jid.sch = 0 THEN 'available' ELSE 'scheduled' END::river_job_state, '{}'` +
 		` FROM jid JOIN d ON d.id = jid.id RETURNING state)`)
-	if len(w.FannedOut) > 0 {
-		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id IN (` + placeholders(len(args)+1, len(w.FannedOut)) + `))`)
-		args = append(args, anys(w.FannedOut)...)
-	}
-	if len(w.Gone) > 0 {
-		sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(len(args)+1, len(w.Gone)) + `))`)
-		args = append(args, anys(w.Gone)...)
-	}
+	params := []any{ids, owners, eps, evs, types, states, next, created, args, kinds, attempts, queues, metas, sched}
+	sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id = ANY($15::text[]))`)
+	sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id = ANY($16::bigint[]))`)
+	params = append(params, nonNil(w.FannedOut), nonNil(w.Gone))
 	sb.WriteString(` SELECT id, job_id FROM d`)
-	if len(queues) > 0 {
-		notify := `''`
-		for _, queue := range queues {
-			notify += ` || pg_notify(concat(coalesce(nullif(` + typed(len(args)+1, "text") + `, ''), current_schema()), '.river_insert'), ` + typed(len(args)+2, "text") + `)::text`
-			args = append(args, q.db.schema, fmt.Sprintf(`{"queue": %q}`, queue))
+	if len(notify) > 0 {
+		// River's payload names one queue; a fanout's jobs are all in one.
+		sb.WriteString(` UNION ALL SELECT '' || pg_notify(concat(coalesce(nullif($17::text, ''), current_schema()), '.river_insert'), p)::text, 0::bigint` +
+			` FROM unnest($18::text[]) AS p WHERE EXISTS (SELECT 1 FROM jobs WHERE state = 'available')`)
+		payloads := make([]string, len(notify))
+		for i, queue := range notify {
+			payloads[i] = fmt.Sprintf(`{"queue": %q}`, queue)
 		}
-		sb.WriteString(` UNION ALL SELECT ` + notify + `, 0::bigint WHERE EXISTS (SELECT 1 FROM jobs WHERE state = 'available')`)
+		params = append(params, q.db.schema, payloads)
 	}
-	return stmt{sb.String(), args}
+	return stmt{sb.String(), params}
 }

@@ -43,13 +43,6 @@ func globsJSON(g *scope.Grant) (allow, deny string, err error) {
 	return string(a), string(d), nil
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func notFoundGrant(id string) error {
 	return apperr.New(apperr.NotFound, "grant %q not found", id)
 }

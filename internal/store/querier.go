@@ -282,3 +282,12 @@ func anys[T any](vs []T) []any {
 	}
 	return out
 }
+
+// nonNil is vs, or an empty slice for none: a JSON [] and an SQL empty
+// array, not null.
+func nonNil[T any](vs []T) []T {
+	if vs == nil {
+		return []T{}
+	}
+	return vs
+}
