@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hookd/hookd/internal/endpoint"
@@ -75,7 +76,7 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // deliveries written, each with its job's id, and, if any job it wrote is
 // available now, one row (”, 0) that sent River's insert notification for
 // its queues, as River's insert does (notifyInsert). Its rows come in as
-// arrays (unnest), as River's own insert's do, so its text is one of four
+// arrays (unnest), as River's own insert's do, so its text is one of eight
 // whatever the fanout's size, and PostgreSQL plans it once per connection.
 //
 // The job rows are what River's InsertManyTx writes for jobs without
@@ -121,14 +122,22 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 		` CASE WHEN jid.sch = 0 THEN 'available' ELSE 'scheduled' END::river_job_state, '{}'` +
 		` FROM jid JOIN d ON d.id = jid.id RETURNING state)`)
 	params := []any{ids, owners, eps, evs, types, states, next, created, args, kinds, attempts, queues, metas, sched}
-	sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id = ANY($15::text[]))`)
-	sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id = ANY($16::bigint[]))`)
-	params = append(params, nonNil(w.FannedOut), nonNil(w.Gone))
+	// Each of the last three only when it has something to do: a generic
+	// plan of a statement given an empty array still runs its scan.
+	if len(w.FannedOut) > 0 {
+		params = append(params, w.FannedOut)
+		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id = ANY($` + strconv.Itoa(len(params)) + `::text[]))`)
+	}
+	if len(w.Gone) > 0 {
+		params = append(params, w.Gone)
+		sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id = ANY($` + strconv.Itoa(len(params)) + `::bigint[]))`)
+	}
 	sb.WriteString(` SELECT id, job_id FROM d`)
 	if len(notify) > 0 {
 		// River's payload names one queue; a fanout's jobs are all in one.
-		sb.WriteString(` UNION ALL SELECT '' || pg_notify(concat(coalesce(nullif($17::text, ''), current_schema()), '.river_insert'), p)::text, 0::bigint` +
-			` FROM unnest($18::text[]) AS p WHERE EXISTS (SELECT 1 FROM jobs WHERE state = 'available')`)
+		n := len(params)
+		sb.WriteString(` UNION ALL SELECT '' || pg_notify(concat(coalesce(nullif($` + strconv.Itoa(n+1) + `::text, ''), current_schema()), '.river_insert'), p)::text, 0::bigint` +
+			` FROM unnest($` + strconv.Itoa(n+2) + `::text[]) AS p WHERE EXISTS (SELECT 1 FROM jobs WHERE state = 'available')`)
 		payloads := make([]string, len(notify))
 		for i, queue := range notify {
 			payloads[i] = fmt.Sprintf(`{"queue": %q}`, queue)
