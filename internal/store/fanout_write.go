@@ -76,8 +76,9 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // deliveries written, each with its job's id, and, if any job it wrote is
 // available now, one row (”, 0) that sent River's insert notification for
 // its queues, as River's insert does (notifyInsert). Its rows come in as
-// arrays (unnest), as River's own insert's do, so its text is one of eight
-// whatever the fanout's size, and PostgreSQL plans it once per connection.
+// arrays (unnest), as River's own insert's do, so its text changes with
+// the number of events it marks fanned out (one, at a calm rate), not with
+// its deliveries, and PostgreSQL plans each text once per connection.
 //
 // The job rows are what River's InsertManyTx writes for jobs without
 // unique options at priority 1 (River's default), as for fanoutJobsCTE,
@@ -122,15 +123,20 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 		` CASE WHEN jid.sch = 0 THEN 'available' ELSE 'scheduled' END::river_job_state, '{}'` +
 		` FROM jid JOIN d ON d.id = jid.id RETURNING state)`)
 	params := []any{ids, owners, eps, evs, types, states, next, created, args, kinds, attempts, queues, metas, sched}
-	// Each of the last three only when it has something to do: a generic
-	// plan of a statement given an empty array still runs its scan.
+	// The events and the jobs are named one parameter each, as
+	// MarkFannedOut and DeleteJobs name them: given as an array
+	// (id = ANY($n)), the generic plan PostgreSQL caches for the
+	// statement was made while the tables were small, a sequential scan
+	// of the events and of river_job, which every fanout then ran as
+	// they grew (until an autoanalyze replanned it); an equality list
+	// is planned as index lookups whatever the tables hold.
 	if len(w.FannedOut) > 0 {
-		params = append(params, w.FannedOut)
-		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id = ANY($` + strconv.Itoa(len(params)) + `::text[]))`)
+		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id IN (` + placeholders(len(params)+1, len(w.FannedOut)) + `))`)
+		params = append(params, anys(w.FannedOut)...)
 	}
 	if len(w.Gone) > 0 {
-		params = append(params, w.Gone)
-		sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id = ANY($` + strconv.Itoa(len(params)) + `::bigint[]))`)
+		sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(len(params)+1, len(w.Gone)) + `))`)
+		params = append(params, anys(w.Gone)...)
 	}
 	sb.WriteString(` SELECT id, job_id FROM d`)
 	if len(notify) > 0 {
