@@ -233,6 +233,39 @@ type expectedJobsArgs struct {
 
 func (expectedJobsArgs) Kind() string { return "store_test.expected" }
 
+// workingRiver starts a River client on s's database (hookd's own, as
+// NewRiver makes it) that works jobs of args' kind in queue, its poll an
+// hour apart so only an insert notification wakes it, and sends what
+// each job's args say (say) on worked. It returns once the producer
+// listens: it has worked a warm-up job (warm) inserted through River's
+// own insert.
+func workingRiver[T river.JobArgs](s *bundle, queue string, warm T, say func(T) string) (store.Queue, chan string) {
+	t := s.t
+	worked := make(chan string, 8)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[T]) error {
+		worked <- say(j.Args)
+		return nil
+	}))
+	client, err := s.db.NewRiver(&river.Config{
+		Queues:            map[string]river.QueueConfig{queue: {MaxWorkers: 5}},
+		Workers:           workers,
+		FetchPollInterval: time.Hour,
+		FetchCooldown:     time.Millisecond,
+	})
+	must(t, err)
+	must(t, client.Start(s.ctx))
+	t.Cleanup(func() { must(t, client.Stop(context.Background())) })
+	must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+		_, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: warm, InsertOpts: &river.InsertOpts{Queue: queue}}})
+		return err
+	}))
+	if got, want := <-worked, say(warm); got != want {
+		t.Fatalf("worked %q first, want the warm-up job %q", got, want)
+	}
+	return client, worked
+}
+
 // TestInsertExpectedJobs: to a subscribed owner, the statement writes each
 // event's River job itself, as River's InsertManyTx would have (the third
 // place hookd reaches past River's client, expected.go): River's own
@@ -245,30 +278,7 @@ func TestInsertExpectedJobs(t *testing.T) {
 	s, expect := expectedBundle(t)
 	s.endpoint("acme", 1)
 	expect[0].Subscribed = true
-	worked := make(chan string, 4)
-	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[expectedJobsArgs]) error {
-		worked <- j.Args.EventID
-		return nil
-	}))
-	queue, err := s.db.NewRiver(&river.Config{
-		Queues:            map[string]river.QueueConfig{"expected": {MaxWorkers: 5}},
-		Workers:           workers,
-		FetchPollInterval: time.Hour,
-		FetchCooldown:     time.Millisecond,
-	})
-	must(t, err)
-	must(t, queue.Start(s.ctx))
-	t.Cleanup(func() { must(t, queue.Stop(context.Background())) })
-	// The producer listens once it has run its first fetch: a warm-up job
-	// through River's own insert.
-	must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
-		_, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: expectedJobsArgs{EventID: "warm-up"}, InsertOpts: &river.InsertOpts{Queue: "expected"}}})
-		return err
-	}))
-	if got := <-worked; got != "warm-up" {
-		t.Fatalf("worked %q first, want the warm-up job", got)
-	}
+	queue, worked := workingRiver(s, "expected", expectedJobsArgs{EventID: "warm-up"}, func(a expectedJobsArgs) string { return a.EventID })
 
 	job := func(ev *event.Event) *store.Job {
 		b, err := json.Marshal(expectedJobsArgs{EventID: ev.ID})
@@ -276,7 +286,7 @@ func TestInsertExpectedJobs(t *testing.T) {
 		return &store.Job{Kind: expectedJobsArgs{}.Kind(), Queue: "expected", MaxAttempts: 3, Args: b}
 	}
 	earlier := newEvent("acme", "k0", t0)
-	_, err = s.q.InsertEvents(s.ctx, []*event.Event{earlier})
+	_, err := s.q.InsertEvents(s.ctx, []*event.Event{earlier})
 	must(t, err)
 
 	// Two events of one key, one with a job: which one INSERT writes is

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -36,19 +35,6 @@ func TestWriteFanout(t *testing.T) {
 	won, one, two := s.endpoint("acme", 1), s.endpoint("acme", 1), s.endpoint("acme", 1)
 	ev := s.awaiting("acme", 0)
 	along := s.awaiting("acme", 0)
-	worked := make(chan string, 8)
-	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[fanoutWriteArgs]) error {
-		worked <- j.Args.EndpointID + " " + j.Args.EventID
-		return nil
-	}))
-	queue, err := s.db.NewRiver(&river.Config{
-		Queues:            map[string]river.QueueConfig{"fanout_write": {MaxWorkers: 5}},
-		Workers:           workers,
-		FetchPollInterval: time.Hour,
-		FetchCooldown:     time.Millisecond,
-	})
-	must(t, err)
 	// The fanout jobs: one of the taken-along event's (deleted), one running
 	// (spared), both in a queue nothing works.
 	gone, running := s.jobs(2)[0], int64(0)
@@ -60,17 +46,7 @@ func TestWriteFanout(t *testing.T) {
 		return err
 	}))
 	s.exec(`UPDATE river_job SET state = 'running', attempted_at = now(), attempt = 1 WHERE id = $1`, running)
-	must(t, queue.Start(s.ctx))
-	t.Cleanup(func() { must(t, queue.Stop(context.Background())) })
-	// The producer listens once it has run its first fetch: a warm-up job
-	// through River's own insert.
-	must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
-		_, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: fanoutWriteArgs{EndpointID: "warm-up"}, InsertOpts: &river.InsertOpts{Queue: "fanout_write"}}})
-		return err
-	}))
-	if got := <-worked; got != "warm-up " {
-		t.Fatalf("worked %q first, want the warm-up job", got)
-	}
+	queue, worked := workingRiver(s, "fanout_write", fanoutWriteArgs{EndpointID: "warm-up"}, func(a fanoutWriteArgs) string { return a.EndpointID + " " + a.EventID })
 
 	// Another fanout wrote ev's delivery to won already.
 	s.deliveries(newDelivery("acme", won.ID, ev.ID, t0))
