@@ -266,6 +266,23 @@ func workingRiver[T river.JobArgs](s *bundle, queue string, warm T, say func(T) 
 	return client, worked
 }
 
+// awaitWorked returns what the next n jobs workingRiver works said,
+// failing if they do not come within 10 s: they waited for River's poll,
+// an hour apart, so no insert notification reached River's producers.
+func awaitWorked(s *bundle, worked chan string, n int) map[string]bool {
+	got := map[string]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case id := <-worked:
+			got[id] = true
+		case <-deadline:
+			s.t.Fatalf("worked %v of the %d jobs: they waited for River's poll, so the statement's notification is not what River's producers listen for", got, n)
+		}
+	}
+	return got
+}
+
 // TestInsertExpectedJobs: to a subscribed owner, the statement writes each
 // event's River job itself, as River's InsertManyTx would have (the third
 // place hookd reaches past River's client, expected.go): River's own
@@ -334,16 +351,7 @@ func TestInsertExpectedJobs(t *testing.T) {
 			t.Errorf("job %d is %s in %s, %d attempts, priority %d, tags %v, metadata %s; want River's insert's row", row.ID, row.Kind, row.Queue, row.MaxAttempts, row.Priority, row.Tags, row.Metadata)
 		}
 	}
-	got := map[string]bool{}
-	deadline := time.After(10 * time.Second)
-	for len(got) < 2 {
-		select {
-		case id := <-worked:
-			got[id] = true
-		case <-deadline:
-			t.Fatalf("worked %v of the two jobs: they waited for River's poll, so the statement's notification is not what River's producers listen for", got)
-		}
-	}
+	got := awaitWorked(s, worked, 2)
 	if !got[plain.ID] || !got[keyed.ID] {
 		t.Errorf("worked %v, want the jobs of %s and %s", got, plain.ID, keyed.ID)
 	}

@@ -270,20 +270,7 @@ func TestLockEvent(t *testing.T) {
 		if s.db.Pool() == nil {
 			return
 		}
-		held := make(chan struct{})
-		release := make(chan struct{})
-		done := make(chan error)
-		go func() {
-			done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
-				if ok, err := tx.LockEvent(s.ctx, e.ID); err != nil || !ok {
-					t.Errorf("first lock: ok %v err %v", ok, err)
-				}
-				close(held)
-				<-release
-				return nil
-			})
-		}()
-		<-held
+		release := s.holdEvent(e.ID)
 		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error {
 			ok, err := tx.LockEvent(s.ctx, e.ID)
 			if err == nil && ok {
@@ -291,9 +278,29 @@ func TestLockEvent(t *testing.T) {
 			}
 			return err
 		}))
-		close(release)
-		must(t, <-done)
+		release()
 	})
+}
+
+// holdEvent locks the event in a transaction of its own (PostgreSQL)
+// until release is called, which ends that transaction.
+func (s *bundle) holdEvent(id string) (release func()) {
+	held, end, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
+			if ok, err := tx.LockEvent(s.ctx, id); err != nil || !ok {
+				s.t.Errorf("first lock: ok %v err %v", ok, err)
+			}
+			close(held)
+			<-end
+			return nil
+		})
+	}()
+	<-held
+	return func() {
+		close(end)
+		must(s.t, <-done)
+	}
 }
 
 // TestReadForFanout: the fanout's reads before its transaction, in one
@@ -399,24 +406,12 @@ func TestTakeForFanout(t *testing.T) {
 		if s.db.Pool() == nil {
 			return
 		}
-		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
-		go func() {
-			done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
-				if ok, err := tx.LockEvent(s.ctx, ev.ID); err != nil || !ok {
-					t.Errorf("first lock: ok %v err %v", ok, err)
-				}
-				close(held)
-				<-release
-				return nil
-			})
-		}()
-		<-held
+		release := s.holdEvent(ev.ID)
 		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
 			take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now)
 			return err
 		}))
-		close(release)
-		must(t, <-done)
+		release()
 		if take.Locked {
 			t.Error("an event another transaction holds was locked again")
 		}

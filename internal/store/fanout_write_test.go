@@ -120,16 +120,7 @@ func TestWriteFanout(t *testing.T) {
 	if n := s.count(`SELECT count(*) FROM river_job WHERE id = $1`, running); n != 1 {
 		t.Error("a running fanout job was deleted")
 	}
-	got := map[string]bool{}
-	deadline := time.After(10 * time.Second)
-	for len(got) < 2 {
-		select {
-		case id := <-worked:
-			got[id] = true
-		case <-deadline:
-			t.Fatalf("worked %v of the two available jobs: they waited for River's poll, so the statement's notification is not what River's producers listen for", got)
-		}
-	}
+	got := awaitWorked(s, worked, 2)
 	if !got[one.ID+" "+ev.ID] || !got[one.ID+" "+along.ID] {
 		t.Errorf("worked %v, want the available jobs (to %s), not the scheduled one", got, one.ID)
 	}
