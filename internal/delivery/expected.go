@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/riverqueue/river"
+
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -102,14 +104,21 @@ func (s *Service) insertExpected(ctx context.Context, q *store.Q, calls []*publi
 }
 
 // fanoutJob is the fanout job of the event id as River's InsertManyTx
-// would write it for insertFanoutJobs: FanoutArgs, encoded as River
-// encodes args, with FanoutArgs.InsertOpts.
+// would write it for insertFanoutJobs: FanoutArgs with
+// FanoutArgs.InsertOpts.
 func fanoutJob(eventID string) (*store.Job, error) {
 	args := FanoutArgs{EventID: eventID}
+	opts := args.InsertOpts()
+	return storeJob(args, &opts)
+}
+
+// storeJob is the job River's insert would write for args with opts (the
+// job's whole options: the store applies no defaults), its args encoded
+// as River encodes them (encoding/json).
+func storeJob(args river.JobArgs, opts *river.InsertOpts) (*store.Job, error) {
 	b, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	opts := args.InsertOpts()
-	return &store.Job{Kind: args.Kind(), Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, Args: b}, nil
+	return &store.Job{Kind: args.Kind(), Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, Args: b, Metadata: opts.Metadata, ScheduledAt: opts.ScheduledAt}, nil
 }

@@ -263,14 +263,10 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 func writeAndCommit(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, done []string, gone []int64) (wrote bool, err error) {
 	jobs := make([]*store.Job, len(params))
 	for i, p := range params {
-		// River's insert encodes args with encoding/json; DeliverArgs has
-		// no InsertOpts of its own, so params' are the job's.
-		b, err := json.Marshal(p.Args)
-		if err != nil {
+		// DeliverArgs has no InsertOpts of its own: params' are the job's.
+		if jobs[i], err = storeJob(p.Args, p.InsertOpts); err != nil {
 			return false, err
 		}
-		o := p.InsertOpts
-		jobs[i] = &store.Job{Kind: p.Args.Kind(), Queue: o.Queue, MaxAttempts: o.MaxAttempts, Args: b, Metadata: o.Metadata, ScheduledAt: o.ScheduledAt}
 	}
 	wrote, err = q.WriteFanoutAndCommit(ctx, store.FanoutWrite{Deliveries: ds, Jobs: jobs, FannedOut: done, Gone: gone})
 	if err != nil {
