@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/store"
 )
 
 // The two hand-over windows of docs/design.md ("Handing over"), forced with
@@ -28,18 +29,8 @@ import (
 func TestHandOverLooksAfterRelease(t *testing.T) {
 	t.Parallel()
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
-		rc := newReceiver(t)
-		b.registerType("hot.item")
-		ep := b.endpoint(rc.URL, "hot.item")
-		reached := make(chan struct{})
-		proceed, goOn := releasedAtEnd(t)
-		var once sync.Once
-		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
-			if id == ep.ID {
-				once.Do(func() { close(reached); <-proceed })
-			}
-		}})
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.BusySnooze = time.Hour })
+		reached, goOn := holdBeforeRelease(t, b, ep.ID)
 		b.publish("hot.item", `{"i":0}`)
 		waitClosed(t, reached, "the first delivery's drain to end")
 		// The holder found nothing more to send and still holds the slot.
@@ -76,11 +67,8 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		if backend.Name == "sqlite" {
 			t.Skip("one connection: a holder cannot let go while a fanout's transaction is open")
 		}
-		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
-		rc := newReceiver(t)
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.BusySnooze = time.Hour })
 		releaseGate := holdFirst(t, rc, http.StatusOK) // the first delivery's job holds the slot meanwhile
-		b.registerType("hot.item")
-		ep := b.endpoint(rc.URL, "hot.item")
 		reached := make(chan struct{})
 		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
@@ -224,11 +212,8 @@ func TestWokenJobNeedsNoPoll(t *testing.T) {
 func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 	t.Parallel()
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.LeaseFor = time.Hour }})
-		rc := newReceiver(t)
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.LeaseFor = time.Hour })
 		release := holdFirst(t, rc, http.StatusOK)
-		b.registerType("hot.item")
-		ep := b.endpoint(rc.URL, "hot.item")
 		b.publish("hot.item", `{"i":0}`)
 		rc.waitFor(t, 1, wait)
 		second := b.publish("hot.item", `{"i":1}`)
@@ -250,11 +235,8 @@ func TestDeferredJobWaitsOutTheLease(t *testing.T) {
 func TestFailedHolderWakesDeferred(t *testing.T) {
 	t.Parallel()
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.BusySnooze = time.Hour }})
-		rc := newReceiver(t)
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.BusySnooze = time.Hour })
 		releaseGate := holdFirst(t, rc, http.StatusInternalServerError) // the first delivery's job holds the slot meanwhile
-		b.registerType("hot.item")
-		ep := b.endpoint(rc.URL, "hot.item")
 		b.publish("hot.item", `{"i":0}`)
 		rc.waitFor(t, 1, wait)
 		second := b.publish("hot.item", `{"i":1}`)
@@ -269,6 +251,125 @@ func TestFailedHolderWakesDeferred(t *testing.T) {
 		}
 		b.waitDelivery(ep.ID, second, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
 	})
+}
+
+// A drain stopped by a failure leaves the rest to the deliveries' own
+// jobs, but those were deferred behind the held slot, and no holder is
+// left to send them. The holder looks after its release and wakes the
+// oldest deferred job: without the look it waited out the deferral
+// (here an hour).
+func TestStoppedDrainWakesDeferred(t *testing.T) {
+	t.Parallel()
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.BusySnooze = time.Hour })
+		releaseGate := holdThenFailSecond(t, rc)
+		b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		pair := []string{b.publish("hot.item", `{"i":1}`), b.publish("hot.item", `{"i":2}`)}
+		for _, id := range pair {
+			waitDeferred(b, ep.ID, id)
+		}
+		waitFanoutsDone(b) // their fanouts found the slot held after commit too
+		// The first delivery succeeds; the drain after it sends one of the
+		// pair (fanned out together, their order is the deliveries' ids'),
+		// which fails, and stops.
+		releaseGate()
+		failed := rc.waitFor(t, 2, wait)[1].Header.Get("webhook-id")
+		i := slices.Index(pair, failed)
+		if i < 0 {
+			t.Fatalf("second request is %s, want one of %v", failed, pair)
+		}
+		other := pair[1-i]
+		verify(t, ep.Secret, rc.waitForEvent(t, other, wait))
+		b.waitDelivery(ep.ID, other, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+		if d := b.waitDelivery(ep.ID, failed, wait, func(dl deliveryOut) bool { return dl.Attempts == 1 }); d.State != "pending" || d.LastStatus != http.StatusInternalServerError {
+			t.Fatalf("the failed delivery: %+v, want pending after one 500", d)
+		}
+	})
+}
+
+// A job that takes the slot and ends without sending lets go with no
+// drain after it: here the job of a delivery that a drain recorded sent
+// after the job was fetched (so the record could not delete it). A
+// delivery committed while it held the slot had its job deferred behind
+// it: the job wakes it after its release.
+func TestHolderThatSendsNothingWakesDeferred(t *testing.T) {
+	t.Parallel()
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b, rc, ep := hotEndpoint(t, backend, func(c *hookd.Config) { c.BusySnooze = time.Hour })
+		releaseGate := holdFirst(t, rc, http.StatusOK)
+		first := b.publish("hot.item", `{"i":0}`)
+		rc.waitFor(t, 1, wait)
+		second := b.publish("hot.item", `{"i":1}`)
+		d2 := waitDeferred(b, ep.ID, second)
+		waitFanoutsDone(b)
+		d1 := b.waitDelivery(ep.ID, first, wait, func(dl deliveryOut) bool { return dl.JobID != 0 })
+		// The holder's drain records the second sent, its own job left.
+		ctx := context.Background()
+		if err := b.h.DB.RecordDrained(ctx, []store.Delivered{{DeliveryID: d2.ID, Status: http.StatusOK, SentBy: d1.JobID}}, nil, b.clock.Now().UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		releaseGate()
+		b.waitJob(d1.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+
+		// The second delivery's job runs and holds the slot, with nothing
+		// to send; a third event is published meanwhile.
+		reached, goOn := holdBeforeRelease(t, b, ep.ID)
+		b.retryNow(d2.JobID)
+		waitClosed(t, reached, "the second delivery's job to end holding the slot")
+		third := b.publish("hot.item", `{"i":2}`)
+		waitDeferred(b, ep.ID, third)
+		waitFanoutsDone(b) // its fanout found the slot held after commit too
+		goOn()
+		verify(t, ep.Secret, rc.waitForEvent(t, third, wait))
+		b.waitDelivery(ep.ID, third, wait, func(dl deliveryOut) bool { return dl.State == "delivered" })
+		b.waitJob(d2.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateCompleted })
+		if got := rc.receipts(); len(got) != 2 {
+			t.Fatalf("receiver got %d requests, want 2: the second delivery's job sends nothing", len(got))
+		}
+	})
+}
+
+// holdThenFailSecond makes rc hold its first request until release (or the
+// test's end) and answer it 200, answer the second 500 and every later one
+// 200.
+func holdThenFailSecond(t *testing.T, rc *receiver) (release func()) {
+	gate, release := releasedAtEnd(t)
+	rc.setRespond(func(_ *http.Request, n int) (int, http.Header) {
+		switch n {
+		case 1:
+			<-gate
+		case 2:
+			return http.StatusInternalServerError, nil
+		}
+		return http.StatusOK, nil
+	})
+	return release
+}
+
+// hotEndpoint is a running hookd (mutate changes its config), a receiver
+// and an endpoint on it for "hot.item".
+func hotEndpoint(t *testing.T, backend dbtest.Backend, mutate func(*hookd.Config)) (*bundle, *receiver, endpointOut) {
+	t.Helper()
+	b := setup(t, backend, setupOpts{mutate: mutate})
+	rc := newReceiver(t)
+	b.registerType("hot.item")
+	return b, rc, b.endpoint(rc.URL, "hot.item")
+}
+
+// holdBeforeRelease stops the first lease holder of the endpoint that
+// lets go of its slot, before it does: reached closes then, and goOn (also
+// run at the test's end) lets it go on.
+func holdBeforeRelease(t *testing.T, b *bundle, epID string) (reached <-chan struct{}, goOn func()) {
+	at := make(chan struct{})
+	proceed, goOn := releasedAtEnd(t)
+	var once sync.Once
+	b.h.Delivery.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
+		if id == epID {
+			once.Do(func() { close(at); <-proceed })
+		}
+	}})
+	return at, goOn
 }
 
 // holdFirst makes rc hold its first request until release (or the test's

@@ -92,6 +92,45 @@ func (rc *receiver) receipts() []receipt {
 	return append([]receipt(nil), rc.got...)
 }
 
+// waitSlotsFree waits until no job holds a slot of the endpoint's lease.
+// A test that moves the clock past LeaseFor waits for it first: a holder
+// still finishing (its drain's look) would otherwise find its slot expired
+// under it, and another job could take it and send beside the holder.
+func (b *bundle) waitSlotsFree(epID string) {
+	b.t.Helper()
+	var n int
+	ok := eventually(wait, func() bool {
+		var err error
+		n, err = b.h.DB.Count(context.Background(), `SELECT count(*) FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND holder <> 0`, epID)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		return n == 0
+	})
+	if !ok {
+		b.t.Fatalf("%d slots of %s still held after %s", n, epID, wait)
+	}
+}
+
+// waitForEvent waits until the receiver has a request for the event
+// (webhook-id), failing after d, and returns the first.
+func (rc *receiver) waitForEvent(t *testing.T, eventID string, d time.Duration) receipt {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		for _, r := range rc.receipts() {
+			if r.Header.Get("webhook-id") == eventID {
+				return r
+			}
+		}
+		select {
+		case <-rc.notify:
+		case <-deadline:
+			t.Fatalf("receiver got no request for %s within %s (%d requests)", eventID, d, len(rc.receipts()))
+		}
+	}
+}
+
 // waitFor waits until the receiver has at least n requests, failing after d.
 func (rc *receiver) waitFor(t *testing.T, n int, d time.Duration) []receipt {
 	t.Helper()

@@ -90,7 +90,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	held := true // until the attempt is settled: then handOver lets go
 	defer func() {
 		if held {
-			s.releaseLease(ctx, endpointID, slot, job.ID)
+			s.letGo(ctx, endpointID, slot, job.ID, err)
 		}
 	}()
 	a, p, done, ret := s.loadAttempt(ctx, job, now)
@@ -237,6 +237,24 @@ func (s *Service) releaseThenWake(ctx context.Context, endpointID string, slot i
 	}
 	if due {
 		s.wakeNext(ctx, endpointID, true)
+	}
+}
+
+// letGo gives back the slot of a job that ends without handing it over:
+// it sent nothing (its delivery was settled meanwhile, the endpoint is
+// disabled …), or its attempt could not be recorded. A fanout that met
+// the slot held meanwhile deferred its deliveries' jobs behind it
+// (deferBusy), and no drain follows to send them: unless this job comes
+// back by itself (ret is a snooze: it then sends and hands over), it wakes
+// the oldest deferred one, which without this waited out the deferral
+// (LeaseFor).
+func (s *Service) letGo(ctx context.Context, endpointID string, slot int, holder int64, ret error) {
+	if h := s.hook().BeforeRelease; h != nil {
+		h(endpointID)
+	}
+	s.releaseLease(ctx, endpointID, slot, holder)
+	if snooze := (*river.JobSnoozeError)(nil); !errors.As(ret, &snooze) {
+		s.wakeDeferred(ctx, endpointID)
 	}
 }
 

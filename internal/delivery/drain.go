@@ -274,6 +274,9 @@ func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, 
 		s.releaseLease(ctx, ep.ID, slot, holder)
 		total += sent
 		if end == drainStopped || end == drainIdle && sent == 0 && retook {
+			// No drain goes on here, and a fanout that met the slot
+			// held deferred its jobs behind it: wake the oldest.
+			s.wakeDeferred(ctx, ep.ID)
 			return
 		}
 		var ok bool
@@ -328,9 +331,28 @@ func (s *Service) warnDrain(ctx context.Context, endpointID, msg string, err err
 // 4–15 % of the run, and River's next fetch (the next insert's, or the
 // poll) comes soon enough for what is a rare window elsewhere.
 func (s *Service) wakeNext(ctx context.Context, endpointID string, notify bool) {
+	s.wake(ctx, endpointID, "could not wake the next delivery's job; it runs when scheduled", func(ctx context.Context, now int64) error {
+		return s.db.WakeNextFresh(ctx, endpointID, now, notify)
+	})
+}
+
+// wakeDeferred makes the job of the endpoint's oldest fresh delivery whose
+// job a fanout deferred and that has not run since (store.DB.WakeDeferred)
+// available now, and tells River's producers. A holder that lets go
+// without draining on calls it: each deferred job is woken once at most,
+// so holders that send nothing cannot wake one another in turn.
+func (s *Service) wakeDeferred(ctx context.Context, endpointID string) {
+	s.wake(ctx, endpointID, "could not wake a deferred delivery's job; it runs when scheduled", func(ctx context.Context, now int64) error {
+		return s.db.WakeDeferred(ctx, endpointID, now)
+	})
+}
+
+// wake runs a wake of the endpoint's jobs, even when ctx has ended, and
+// logs its failure (warn) with the endpoint.
+func (s *Service) wake(ctx context.Context, endpointID, warn string, fn func(ctx context.Context, now int64) error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.db.WakeNextFresh(ctx, endpointID, s.now().UnixMicro(), notify); err != nil {
-		s.log.Warn("could not wake the next delivery's job; it runs when scheduled", "endpoint", endpointID, "error", err)
+	if err := fn(ctx, s.now().UnixMicro()); err != nil {
+		s.log.Warn(warn, "endpoint", endpointID, "error", err)
 	}
 }

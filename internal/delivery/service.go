@@ -131,8 +131,9 @@ type Service struct {
 // interleavings that docs/design.md ("Handing over") reasons about. A nil
 // field does nothing; production code sets none.
 type Hooks struct {
-	// BeforeRelease runs when a lease holder's drain has ended, before the
-	// holder releases its slot and looks for deliveries committed meanwhile.
+	// BeforeRelease runs before a lease holder releases its slot and
+	// looks for deliveries committed meanwhile: when its drain has ended,
+	// or when its job ends without handing over (letGo).
 	BeforeRelease func(endpointID string)
 	// BeforeFanoutTx runs when a fanout has read the owner's endpoints
 	// and scope view, before its transaction, with the event's id.

@@ -172,9 +172,32 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 // for their next fetch (at the latest the poll). No such delivery, or a job
 // already gone, is not an error.
 func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
+	return db.wake(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
+		ORDER BY id LIMIT 1`, endpointID, now, notify)
+}
+
+// WakeDeferred is WakeNextFresh for the oldest fresh delivery due whose job
+// has never run and is scheduled for later: one a fanout deferred behind a
+// held slot (delivery.deferBusy). A holder that lets go of its slot without
+// draining wakes it; a job that has run (met the slot busy and snoozed, or
+// waits behind an ordered endpoint's head) comes back by itself, and is
+// never woken here, so two holders cannot wake each other's jobs in turn.
+// While another holder has a slot it wakes nothing: that holder looks
+// after its own release (under a hot endpoint's backlog, its drain sends
+// the deferred deliveries, whose jobs a wake would only run to meet the
+// slot busy).
+func (db *DB) WakeDeferred(ctx context.Context, endpointID string, now int64) error {
+	return db.wake(ctx, `SELECT d.job_id FROM hookd_deliveries d JOIN river_job j ON j.id = d.job_id
+		WHERE d.endpoint_id = $1 AND `+freshAt2D+` AND j.state = 'scheduled' AND j.attempted_at IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM hookd_endpoint_leases l WHERE l.endpoint_id = $1 AND l.busy_until > $2)
+		ORDER BY d.id LIMIT 1`, endpointID, now, true)
+}
+
+// wake makes the job whose id the query (on $1 the endpoint, $2 now) reads
+// available at once; see WakeNextFresh.
+func (db *DB) wake(ctx context.Context, query, endpointID string, now int64, notify bool) error {
 	var jobID int64
-	err := db.base.queryRow(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
-		ORDER BY id LIMIT 1`, endpointID, now).Scan(&jobID)
+	err := db.base.queryRow(ctx, query, endpointID, now).Scan(&jobID)
 	if NotFound(err) {
 		return nil
 	}

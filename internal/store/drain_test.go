@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
@@ -240,5 +243,70 @@ func TestDeliveryPending(t *testing.T) {
 		}
 		_, err := s.q.DeliveryPending(s.ctx, ep.ID, "evt_gone", 7)
 		wantCode(t, err, apperr.NotFound)
+	})
+}
+
+// TestWakeDeferred: a holder that lets go without draining wakes the job
+// of the endpoint's oldest fresh delivery whose job has never run (one a
+// fanout deferred), once each, and none while another holder has a slot;
+// a job that has run (met the slot busy and snoozed) is left to come back
+// by itself.
+func TestWakeDeferred(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[outboxArgs]) error { return nil }))
+		client, err := s.db.NewRiver(&river.Config{Workers: workers}) // not started: nothing is worked
+		must(t, err)
+		s.owner("acme")
+		ep := s.endpoint("acme", 1)
+		later := time.Now().Add(time.Hour)
+		var ds []*endpoint.Delivery
+		for i, name := range []string{"ran", "deferred", "newer"} {
+			d := newDelivery("acme", ep.ID, s.event("acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
+			must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+				res, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: name}, InsertOpts: &river.InsertOpts{ScheduledAt: later}}})
+				if err == nil {
+					d.JobID = res[0].Job.ID
+				}
+				return err
+			}))
+			s.deliveries(d)
+			ds = append(ds, d)
+		}
+		// The oldest one's job ran once and snoozed.
+		if _, err := s.q.Exec(s.ctx, `UPDATE river_job SET attempted_at = created_at, attempt = 1 WHERE id = $1`, ds[0].JobID); err != nil {
+			t.Fatal(err)
+		}
+		states := func() []string {
+			var got []string
+			for _, d := range ds {
+				j, err := client.JobGet(s.ctx, d.JobID)
+				must(t, err)
+				got = append(got, string(j.State))
+			}
+			return got
+		}
+		now := ts(t0.Add(time.Second))
+		// While another holder has the slot, nothing: its release looks.
+		slot, ok, err := s.q.TakeLease(s.ctx, ep.ID, 99, now, now+time.Minute.Microseconds())
+		must(t, err)
+		if !ok {
+			t.Fatal("the lease was not free")
+		}
+		must(t, s.db.WakeDeferred(s.ctx, ep.ID, now))
+		if got, want := states(), []string{"scheduled", "scheduled", "scheduled"}; !slices.Equal(got, want) {
+			t.Fatalf("with the slot held the jobs (ran, deferred, newer) are %v, want %v", got, want)
+		}
+		must(t, s.q.ReleaseLease(s.ctx, ep.ID, slot, 99))
+		for i, want := range [][]string{
+			{"scheduled", "available", "scheduled"},
+			{"scheduled", "available", "available"},
+			{"scheduled", "available", "available"}, // nothing left to wake
+		} {
+			must(t, s.db.WakeDeferred(s.ctx, ep.ID, now))
+			if got := states(); !slices.Equal(got, want) {
+				t.Fatalf("after wake %d the jobs (ran, deferred, newer) are %v, want %v", i+1, got, want)
+			}
+		}
 	})
 }
