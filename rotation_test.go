@@ -58,9 +58,16 @@ func TestRotationOverlap(t *testing.T) {
 		n := 0
 		deliver := func() receipt {
 			t.Helper()
-			b.publish("rot.test", `{}`)
+			id := b.publish("rot.test", `{}`)
 			n++
-			return rc.waitFor(t, n, wait)[n-1]
+			r := rc.waitFor(t, n, wait)[n-1]
+			if got := r.Header.Get("webhook-id"); got != id {
+				for i, r := range rc.receipts() {
+					t.Logf("request %d: %s %s", i+1, r.Header.Get("webhook-id"), r.At.Format("15:04:05.000000"))
+				}
+				t.Fatalf("request %d is for %s, want %s, the event just published", n, got, id)
+			}
+			return r
 		}
 		type verdicts struct{ old, new, both bool }
 		check := func(phase string, r receipt, newSecret string, want verdicts) {
@@ -102,6 +109,7 @@ func TestRotationOverlap(t *testing.T) {
 
 		// During: both keys sign, new first.
 		check("at the start of the overlap", deliver(), newSecret, verdicts{old: true, new: true, both: true})
+		b.waitSlotsFree(ep.ID)
 		b.clock.Advance(24*time.Hour - time.Minute)
 		r = deliver()
 		check("a minute before the overlap ends", r, newSecret, verdicts{old: true, new: true, both: true})
@@ -110,6 +118,7 @@ func TestRotationOverlap(t *testing.T) {
 		}
 
 		// After: the new key alone.
+		b.waitSlotsFree(ep.ID)
 		b.clock.Advance(2 * time.Minute)
 		r = deliver()
 		check("after the overlap", r, newSecret, verdicts{old: false, new: true, both: true})
@@ -290,6 +299,7 @@ func TestSignatureSchemeChange(t *testing.T) {
 	if got, r := labels(); got != "v1a v1" || !b.accepts(t, r, ep.Secret) {
 		t.Fatalf("during the switch to ed25519: %q", got)
 	}
+	b.waitSlotsFree(ep.ID)
 	b.clock.Advance(24*time.Hour + time.Minute)
 	if got, r := labels(); got != "v1a" || b.accepts(t, r, ep.Secret) || !b.accepts(t, r, ed.PublicKey) {
 		t.Fatalf("after the switch to ed25519: %q", got)
