@@ -232,10 +232,8 @@ func (s *Service) refuseTestType(ev *event.Event) error {
 	if ev.EndpointID != "" {
 		return nil
 	}
-	for _, p := range s.cfg.Profiles.All() {
-		if ev.Type == p.TestEventType() {
-			return apperr.New(apperr.Invalid, "%s is the %s profile's test event and is not published: send it to one endpoint with webhooks.send_test (POST /api/admin/webhooks/{id}/send_test)", ev.Type, p.Name())
-		}
+	if p, ok := s.cfg.Profiles.ByTestEventType(ev.Type); ok {
+		return apperr.New(apperr.Invalid, "%s is the %s profile's test event and is not published: send it to one endpoint with webhooks.send_test (POST /api/admin/webhooks/{id}/send_test)", ev.Type, p.Name())
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package event
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
@@ -70,14 +69,30 @@ type Type struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-var typeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
-
-// ValidateTypeName reports whether name can be an event type.
+// ValidateTypeName reports whether name can be an event type: 1–128 of
+// [a-z0-9_.-], the first a letter or digit. (Checked byte by byte: every
+// publish checks its type, and a regexp's match cost a publish more than
+// the rest of its validation.)
 func ValidateTypeName(name string) error {
-	if !typeName.MatchString(name) {
+	if !typeNameValid(name) {
 		return apperr.New(apperr.Invalid, "event type %q is not valid: use 1-128 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. \"invoice.paid\")", name)
 	}
 	return nil
+}
+
+func typeNameValid(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '_' || c == '.' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ParseExposure validates an exposure; empty means Internal.

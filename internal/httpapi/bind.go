@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/hookd/hookd/internal/apperr"
 )
@@ -34,38 +35,62 @@ func bind(w http.ResponseWriter, r *http.Request, in any) error {
 		}
 	}
 	v := reflect.ValueOf(in).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range boundFields(v.Type()) {
 		var raw string
-		var from, name string
-		switch {
-		case f.Tag.Get("path") != "":
-			from, name = "path parameter", f.Tag.Get("path")
-			raw = r.PathValue(name)
-		case f.Tag.Get("query") != "":
-			from, name = "query parameter", f.Tag.Get("query")
-			raw = r.URL.Query().Get(name)
-		case f.Tag.Get("header") != "":
-			from, name = "header", f.Tag.Get("header")
-			raw = r.Header.Get(name)
+		switch f.from {
+		case "path parameter":
+			raw = r.PathValue(f.name)
+		case "query parameter":
+			raw = r.URL.Query().Get(f.name)
 		default:
-			continue
+			raw = r.Header.Get(f.name)
 		}
 		if raw == "" {
 			continue
 		}
-		fv := v.Field(i)
+		fv := v.Field(f.index)
 		switch fv.Kind() {
 		case reflect.String:
 			fv.SetString(raw)
 		case reflect.Int, reflect.Int64:
 			n, err := strconv.ParseInt(raw, 10, 64)
 			if err != nil {
-				return apperr.New(apperr.Invalid, "%s %s must be a whole number, not %q", from, name, raw)
+				return apperr.New(apperr.Invalid, "%s %s must be a whole number, not %q", f.from, f.name, raw)
 			}
 			fv.SetInt(n)
 		}
 	}
 	return nil
+}
+
+// boundField is a field of an op's input that bind fills in from the
+// request's path, query or headers.
+type boundField struct {
+	index      int
+	from, name string // "path parameter", "query parameter" or "header"; the tag's name
+}
+
+// boundFieldsOf caches boundFields by type: every request binds its op's
+// input, and reading the tags again cost more than the binding.
+var boundFieldsOf sync.Map // reflect.Type → []boundField
+
+// boundFields lists t's fields tagged path, query or header, in order.
+func boundFields(t reflect.Type) []boundField {
+	if fs, ok := boundFieldsOf.Load(t); ok {
+		return fs.([]boundField)
+	}
+	var fs []boundField
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag
+		switch {
+		case tag.Get("path") != "":
+			fs = append(fs, boundField{i, "path parameter", tag.Get("path")})
+		case tag.Get("query") != "":
+			fs = append(fs, boundField{i, "query parameter", tag.Get("query")})
+		case tag.Get("header") != "":
+			fs = append(fs, boundField{i, "header", tag.Get("header")})
+		}
+	}
+	boundFieldsOf.Store(t, fs)
+	return fs
 }

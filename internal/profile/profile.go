@@ -92,16 +92,25 @@ func (r Retry) Total() time.Duration {
 
 // Registry holds the profiles a server knows, by name.
 type Registry struct {
-	byName map[string]Profile
+	byName     map[string]Profile
+	byTestType map[string]Profile
 }
 
 // NewRegistry returns a registry of ps.
 func NewRegistry(ps ...Profile) *Registry {
-	r := &Registry{byName: map[string]Profile{}}
+	r := &Registry{byName: map[string]Profile{}, byTestType: map[string]Profile{}}
 	for _, p := range ps {
 		r.byName[p.Name()] = p
+		r.byTestType[p.TestEventType()] = p
 	}
 	return r
+}
+
+// ByTestEventType returns the profile whose test event type is typ, if
+// any (every publish asks: refuseTestType).
+func (r *Registry) ByTestEventType(typ string) (Profile, bool) {
+	p, ok := r.byTestType[typ]
+	return p, ok
 }
 
 // Default is the registry of the built-in profiles.

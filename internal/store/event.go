@@ -131,11 +131,13 @@ func eventRows(sb *strings.Builder, args []any, evs []*event.Event, cast bool) [
 		if e.IdempotencyKey != "" {
 			key = e.IdempotencyKey
 		}
-		ph := placeholders(len(args)+1, len(eventColTypes))
+		sb.WriteByte('(')
 		if cast {
-			ph = typed(len(args)+1, eventColTypes...)
+			writeTyped(sb, len(args)+1, eventColTypes...)
+		} else {
+			writePlaceholders(sb, len(args)+1, len(eventColTypes))
 		}
-		sb.WriteString("(" + ph + ")")
+		sb.WriteByte(')')
 		args = append(args, e.ID, e.OwnerID, e.Type, e.Subject, ts(e.OccurredAt), []byte(e.Data), e.Tenant, e.EndpointID, key, ts(e.CreatedAt), e.FanoutJob)
 	}
 	return args

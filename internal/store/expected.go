@@ -162,7 +162,9 @@ func (q *Q) expectedInsertStmt(evs []*event.Event, jobs []*Job, expect []Expecte
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString("(" + typed(len(args)+1, "text", "text", "text", "text", "boolean") + ")")
+		sb.WriteByte('(')
+		writeTyped(&sb, len(args)+1, "text", "text", "text", "text", "boolean")
+		sb.WriteByte(')')
 		exposure := "" // not registered
 		if e.Rule.Registered {
 			exposure = string(e.Rule.Exposure)
@@ -229,7 +231,9 @@ func fanoutJobsCTE(sb *strings.Builder, args []any, evs []*event.Event, jobs []*
 		if e.IdempotencyKey != "" {
 			key = e.IdempotencyKey
 		}
-		sb.WriteString("(" + typed(len(args)+1, "text", "text", "text", "jsonb", "text", "smallint", "text") + ")")
+		sb.WriteByte('(')
+		writeTyped(sb, len(args)+1, "text", "text", "text", "jsonb", "text", "smallint", "text")
+		sb.WriteByte(')')
 		args = append(args, e.ID, e.OwnerID, key, j.Args, j.Kind, j.MaxAttempts, j.Queue)
 		if !slices.Contains(queues, j.Queue) {
 			queues = append(queues, j.Queue)
@@ -249,13 +253,20 @@ func fanoutJobsCTE(sb *strings.Builder, args []any, evs []*event.Event, jobs []*
 // ("$1::text,$2::bigint").
 func typed(from int, types ...string) string {
 	var sb strings.Builder
+	writeTyped(&sb, from, types...)
+	return sb.String()
+}
+
+// writeTyped writes typed(from, types...) to sb.
+func writeTyped(sb *strings.Builder, from int, types ...string) {
+	var n [20]byte
 	for i, t := range types {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
 		sb.WriteByte('$')
-		sb.WriteString(strconv.Itoa(from + i))
-		sb.WriteString("::" + t)
+		sb.Write(strconv.AppendInt(n[:0], int64(from+i), 10))
+		sb.WriteString("::")
+		sb.WriteString(t)
 	}
-	return sb.String()
 }

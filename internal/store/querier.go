@@ -265,14 +265,20 @@ func setOf[T comparable](vs []T) map[T]bool {
 // placeholders returns "$from, …, $(from+n-1)".
 func placeholders(from, n int) string {
 	var sb strings.Builder
+	writePlaceholders(&sb, from, n)
+	return sb.String()
+}
+
+// writePlaceholders writes placeholders(from, n) to sb.
+func writePlaceholders(sb *strings.Builder, from, n int) {
+	var b [20]byte
 	for i := range n {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
 		sb.WriteByte('$')
-		sb.WriteString(strconv.Itoa(from + i))
+		sb.Write(strconv.AppendInt(b[:0], int64(from+i), 10))
 	}
-	return sb.String()
 }
 
 func anys[T any](vs []T) []any {
