@@ -73,6 +73,7 @@ type DB struct {
 	schema string
 	log    *slog.Logger
 	sqlDB  *sql.DB
+	ckpt   *checkpointer // SQLite files hookd opened: WAL checkpoints off the writers' path (checkpoint.go)
 	pool   *pgxpool.Pool
 	fgPool *pgxpool.Pool // the API's own connections (foreground.go); nil: none
 	base   querier
@@ -115,7 +116,9 @@ func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error)
 	if err != nil {
 		return nil, err
 	}
-	return newSQLiteDB(sqlDB, path, log), nil
+	db := newSQLiteDB(sqlDB, path, log)
+	db.ckpt = startCheckpointer(ctx, sqlDB, path, log)
+	return db, nil
 }
 
 // OpenSQLite opens the SQLite file at path the way hookd and River need it:
@@ -243,6 +246,11 @@ func (db *DB) Close() error {
 		}
 		db.pool.Close()
 		return nil
+	}
+	if db.ckpt != nil {
+		if err := db.ckpt.close(); err != nil {
+			db.log.Warn("sqlite: close the checkpointer's connection", "error", err)
+		}
 	}
 	return db.sqlDB.Close()
 }
