@@ -52,7 +52,7 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 	for len(evs) > 0 {
 		chunk := evs[:min(eventsPerStmt, len(evs))]
 		evs = evs[len(chunk):]
-		st := insertEventsStmt(chunk)
+		st := insertEventsStmt(chunk, q.anonParams())
 		ids, err := collect(ctx, q, scanOne[string], st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: %w", err)
@@ -82,7 +82,7 @@ func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]In
 		return nil, err
 	}
 	last := evs[cut:]
-	st := insertEventsStmt(last)
+	st := insertEventsStmt(last, numbered) // a pipeTx: PostgreSQL
 	written := make(map[string]bool, len(last))
 	stmtErr, commitErr := tx.queryThenCommit(ctx, st.sql, st.args, func(r row) error {
 		id, err := scanOne[string](r)
@@ -104,11 +104,12 @@ func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]In
 // eventsPerStmt is the most events one INSERT writes (11 parameters each).
 const eventsPerStmt = 200
 
-// insertEventsStmt inserts evs, returning the ids of those written.
-func insertEventsStmt(evs []*event.Event) stmt {
+// insertEventsStmt inserts evs, returning the ids of those written, its
+// parameters numbered or anonymous (SQLite: see paramStyle).
+func insertEventsStmt(evs []*event.Event, style paramStyle) stmt {
 	var sb strings.Builder
 	sb.WriteString(insertEventsInto + `VALUES `)
-	args := eventRows(&sb, make([]any, 0, 11*len(evs)), evs, false)
+	args := eventRows(&sb, make([]any, 0, 11*len(evs)), evs, style)
 	sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
 	return stmt{sb.String(), args}
 }
@@ -118,11 +119,11 @@ const insertEventsInto = `INSERT INTO hookd_events (id, owner_id, type, subject,
 // eventColTypes are the types of insertEventsInto's columns.
 var eventColTypes = []string{"text", "text", "text", "text", "bigint", "bytea", "text", "text", "text", "bigint", "bigint"}
 
-// eventRows writes evs as VALUES rows for insertEventsInto to sb, each
-// parameter cast to its column's type if cast (a VALUES list that is not
-// the INSERT's own gives its parameters no type), and returns args with
-// their parameters appended.
-func eventRows(sb *strings.Builder, args []any, evs []*event.Event, cast bool) []any {
+// eventRows writes evs as VALUES rows for insertEventsInto to sb, its
+// parameters in style (cast: cast to their columns' types, for a VALUES
+// list that is not the INSERT's own, which gives its parameters no type),
+// and returns args with their parameters appended.
+func eventRows(sb *strings.Builder, args []any, evs []*event.Event, style paramStyle) []any {
 	for i, e := range evs {
 		if i > 0 {
 			sb.WriteByte(',')
@@ -132,9 +133,12 @@ func eventRows(sb *strings.Builder, args []any, evs []*event.Event, cast bool) [
 			key = e.IdempotencyKey
 		}
 		sb.WriteByte('(')
-		if cast {
+		switch style {
+		case cast:
 			writeTyped(sb, len(args)+1, eventColTypes...)
-		} else {
+		case anonymous:
+			writeAnonymous(sb, len(eventColTypes))
+		default:
 			writePlaceholders(sb, len(args)+1, len(eventColTypes))
 		}
 		sb.WriteByte(')')

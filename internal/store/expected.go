@@ -188,7 +188,7 @@ func (q *Q) expectedInsertStmt(evs []*event.Event, jobs []*Job, expect []Expecte
 		sb.WriteString(`v.j`)
 	}
 	sb.WriteString(` FROM (VALUES `)
-	args = eventRows(&sb, args, evs, true)
+	args = eventRows(&sb, args, evs, cast)
 	sb.WriteString(`) v(i, o, t, s, at, d, tn, ep, k, c, j) WHERE (SELECT ok FROM held) ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id, fanout_job)`)
 	// The held row notifies River's producers of the queues' new jobs, as
 	// River's insert does (notifyInsert): on commit, and only if held.

@@ -94,6 +94,7 @@ func scanEventJob(r row) (*event.Event, error) {
 func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*endpoint.Delivery, error) {
 	var out []*endpoint.Delivery
 	const perStmt = 200 // 11 params each; well under both engines' limits
+	anon := q.anonParams() == anonymous
 	for len(ds) > 0 {
 		chunk := ds[:min(perStmt, len(ds))]
 		ds = ds[len(chunk):]
@@ -105,8 +106,13 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			n := len(args)
-			fmt.Fprintf(&sb, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11)
+			sb.WriteByte('(')
+			if anon {
+				writeAnonymous(&sb, 11)
+			} else {
+				writePlaceholders(&sb, len(args)+1, 11)
+			}
+			sb.WriteByte(')')
 			args = append(args, d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, d.JobID, string(d.State), d.Attempts, tsPtr(d.NextAttemptAt), ts(d.CreatedAt), ts(d.UpdatedAt))
 			byID[d.ID] = d
 		}
