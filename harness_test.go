@@ -26,6 +26,9 @@ type clock struct{ offset atomic.Int64 }
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
+// At is the test clock's reading at real time t (at the current offset).
+func (c *clock) At(t time.Time) time.Time { return t.Add(time.Duration(c.offset.Load())) }
+
 // receipt is one request a receiver got.
 type receipt struct {
 	Path   string
