@@ -81,6 +81,10 @@ type DB struct {
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; nil on SQLite, which has only the poll).
 	notifyQueue func(ctx context.Context, queue string) error
+	// notifyTx sends River's insert notification for queues inside tx
+	// (SQLite only: an outbox row; on PostgreSQL WriteFanoutAndCommit's
+	// statement notifies).
+	notifyTx func(ctx context.Context, tx *sql.Tx, queues []string) error
 	// jobsDirect: a statement may write River's job rows itself
 	// (CanInsertJobs), set by NewRiver.
 	jobsDirect bool

@@ -26,8 +26,8 @@ import (
 // the usual way; the miss costs one round trip.
 //
 // The fanout jobs are River's rows written by this statement, not by
-// River's client (fanoutJobsCTE): the third place hookd reaches past
-// River's client (see notifyInsert, river.go), allowed only where nothing
+// River's client (fanoutJobsCTE): one of the places hookd reaches past
+// River's client (listed above notifyInsert, river.go), allowed only where nothing
 // of River's client would have run on the insert (CanInsertJobs).
 
 // Expected is what a caller of InsertExpectedAndCommit expects of one
@@ -144,11 +144,12 @@ func (q *Q) CanInsertExpected() bool {
 	return ok && !tx.begun && !tx.relaxed
 }
 
-// CanInsertJobs says whether InsertExpectedAndCommit may write River's job
-// rows itself: on PostgreSQL, with hookd's own River client and no
-// middleware or hooks on it (NewRiver), whose InsertManyTx would write
-// exactly those rows and send the insert notification. An application's
-// client (UseRiver) may have either, and its jobs go through it.
+// CanInsertJobs says whether the store may write River's job rows itself
+// (InsertExpectedAndCommit, on PostgreSQL; WriteFanoutAndCommit): with
+// hookd's own River client and no middleware or hooks on it (NewRiver),
+// whose InsertManyTx would write exactly those rows and send the insert
+// notification. An application's client (UseRiver) may have either, and
+// its jobs go through it.
 func (q *Q) CanInsertJobs() bool { return q.db.jobsDirect }
 
 // expectedInsertStmt is InsertExpectedAndCommit's statement: its rows are

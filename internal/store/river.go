@@ -48,17 +48,21 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 		}
 		q = riverQueue[pgx.Tx]{c}
 		db.notifyQueue = notifyInsert(drv.GetExecutor(), db.schema)
-		// Nothing of the client's would run on an insert: no middleware,
-		// hooks or plugins (hookd's tracing adds otelriver's middleware).
-		db.jobsDirect = len(cfg.Middleware) == 0 && len(cfg.Hooks) == 0 && len(cfg.Plugins) == 0 &&
-			len(cfg.JobInsertMiddleware) == 0 //nolint:staticcheck // deprecated, but still installs middleware
 	} else {
-		c, err := river.NewClient(riversqlite.New(db.sqlDB), cfg)
+		drv := riversqlite.New(db.sqlDB)
+		c, err := river.NewClient(drv, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("river: %w", err)
 		}
 		q = riverQueue[*sql.Tx]{c}
+		db.notifyTx = func(ctx context.Context, tx *sql.Tx, queues []string) error {
+			return insertNotification(ctx, drv.UnwrapExecutor(tx), "", queues)
+		}
 	}
+	// Nothing of the client's would run on an insert: no middleware,
+	// hooks or plugins (hookd's tracing adds otelriver's middleware).
+	db.jobsDirect = len(cfg.Middleware) == 0 && len(cfg.Hooks) == 0 && len(cfg.Plugins) == 0 &&
+		len(cfg.JobInsertMiddleware) == 0 //nolint:staticcheck // deprecated, but still installs middleware
 	db.queue = q
 	return q, nil
 }
@@ -134,11 +138,14 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 	return out, nil
 }
 
-// hookd reaches past River's client in two places, both here: it deletes
-// jobs with its own statement (deleteJobsStmt) and sends River's insert
-// notification itself (notifyInsert). Each relies on River internals that a
-// River upgrade may change; each names the version it was checked against
-// and the test that fails if River changes.
+// hookd reaches past River's client in five places: it deletes jobs with
+// its own statement (deleteJobsStmt) and sends River's insert notification
+// itself (notifyInsert, insertNotification), both here, and writes River's
+// job rows itself: a publish's fanout jobs on PostgreSQL (fanoutJobsCTE,
+// expected.go) and a fanout's deliver jobs on both engines
+// (fanoutWriteStmt and sqliteJobRows, fanout_write.go). Each relies on
+// River internals that a River upgrade may change; each names the version
+// it was checked against and the test that fails if River changes.
 
 // notifyInsert returns what tells River's producers on PostgreSQL that a
 // job in a queue is available: the notification River's own inserts send
@@ -154,12 +161,20 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 // the poll and that test fails.
 func notifyInsert(exec riverdriver.Executor, schema string) func(ctx context.Context, queue string) error {
 	return func(ctx context.Context, queue string) error {
-		return exec.NotifyMany(ctx, &riverdriver.NotifyManyParams{
-			Payload: []string{fmt.Sprintf(`{"queue": %q}`, queue)},
-			Schema:  schema,
-			Topic:   "river_insert",
-		})
+		return insertNotification(ctx, exec, schema, []string{queue})
 	}
+}
+
+// insertNotification sends River's insert notification for queues through
+// exec: on PostgreSQL a NOTIFY, on SQLite a row of River's notification
+// outbox (river_notification), which its listener polls and hands to the
+// producers, as River's insert writes it in the inserting transaction.
+func insertNotification(ctx context.Context, exec riverdriver.Executor, schema string, queues []string) error {
+	payloads := make([]string, len(queues))
+	for i, queue := range queues {
+		payloads[i] = fmt.Sprintf(`{"queue": %q}`, queue)
+	}
+	return exec.NotifyMany(ctx, &riverdriver.NotifyManyParams{Payload: payloads, Schema: schema, Topic: "river_insert"})
 }
 
 // deleteJobsStmt deletes River jobs that are not running: River's
