@@ -80,7 +80,7 @@ type DB struct {
 	base   querier
 	queue  queue
 	// notifyQueue tells River's producers a job in queue is available
-	// (PostgreSQL only; nil on SQLite, which has only the poll).
+	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
 	notifyQueue func(ctx context.Context, queue string) error
 	// notifyTx sends River's insert notification for queues inside tx
 	// (SQLite only: an outbox row; on PostgreSQL WriteFanoutAndCommit's
