@@ -42,6 +42,12 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if err != nil {
 		return err
 	}
+	read, leave, err := s.takeTurn(ctx, q, job.Args.EventID, read)
+	if read == nil {
+		return err
+	}
+	var done []string
+	defer func() { leave(done) }()
 	ev, o, eps := read.Event, read.Owner, read.Endpoints
 	p, err := s.cfg.Profiles.Get(o.Profile)
 	if err != nil {
@@ -58,7 +64,50 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if job.JobRow != nil { // nil when Fanout runs it directly
 		meta = job.Metadata
 	}
-	return s.fanout(ctx, ev, o, p, eps, view, meta)
+	done, err = s.fanout(ctx, ev, o, p, eps, view, meta)
+	return err
+}
+
+// takeTurn makes the fanout of an owner with few endpoints wait while
+// another fanout of that owner runs in this process (fanoutGates), since
+// that one can take its event along. Few: so few that one fanout can take
+// along a whole batch of others (FanoutBatch events of FanoutPairs
+// deliveries at most: 10 endpoints by default). The fanouts of an owner
+// with more run side by side as before: one takes along fewer events than
+// may wait for it, and the rest would queue. It returns what
+// to fan out: read, or read again when it waited, since the endpoints may
+// have changed meanwhile; nil when nothing is left to do (the fanout it
+// waited for took the event along, or the event is gone). leave, called
+// with the events fanned out, ends the turn.
+func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read *store.FanoutRead) (_ *store.FanoutRead, leave func(done []string), err error) {
+	leave = func([]string) {}
+	if len(read.Endpoints)*s.cfg.FanoutBatch > s.cfg.FanoutPairs {
+		return read, leave, nil
+	}
+	ownerID := read.Owner.ID
+	var onWait func()
+	if h := s.hook().FanoutWaits; h != nil {
+		onWait = func() { h(eventID) }
+	}
+	waited, fannedOut, err := s.fanoutGates.enter(ctx, ownerID, eventID, onWait)
+	if err != nil {
+		return nil, leave, err
+	}
+	turn := func(done []string) { s.fanoutGates.leave(ownerID, done) }
+	if fannedOut {
+		turn(nil)
+		return nil, leave, nil
+	}
+	if waited {
+		if read, err = q.ReadForFanout(ctx, eventID); err != nil {
+			turn(nil)
+			if apperr.IsNotFound(err) {
+				err = nil
+			}
+			return nil, leave, err
+		}
+	}
+	return read, turn, nil
 }
 
 // scopeViewOf is what the scope predicate needs, read afresh for every
@@ -123,7 +172,9 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 // events one transaction and one endpoint list serve many of them, instead
 // of a River job, a transaction and a commit each. While an endpoint is
 // failing its new deliveries are scheduled Cooldown out.
-func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (err error) {
+//
+// It returns the events it fanned out: the job's and those taken along.
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (done []string, err error) {
 	ctx, span := s.startSpan(ctx, "hookd.fanout", jobMetadata, attribute.String("hookd.event", ev.ID), attribute.String("hookd.event_type", ev.Type))
 	defer func() { endSpan(span, err) }()
 	f := fanoutRun{ev: ev, o: o, p: p, eps: eps, view: view, now: s.now().UTC()}
@@ -140,10 +191,13 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		deferred, err = s.fanoutTx(ctx, q, &f) // a retried transaction starts over
 		return err
 	})
-	if err == nil && len(deferred) > 0 {
+	if err != nil {
+		return nil, err
+	}
+	if len(deferred) > 0 {
 		s.wakeIfFree(ctx, deferred)
 	}
-	return err
+	return f.done, nil
 }
 
 // fanoutRun is what one fanout knows before its transaction: the job's
@@ -159,6 +213,7 @@ type fanoutRun struct {
 	now  time.Time
 	meta []byte
 	busy map[string]bool
+	done []string // the events its transaction fanned out
 }
 
 // fanoutTx is the fanout's transaction: it takes the event (and the others
@@ -166,6 +221,7 @@ type fanoutRun struct {
 // fanned out and deletes the others' fanout jobs. It returns the endpoints
 // whose new jobs it deferred (deferBusy).
 func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (deferred []string, err error) {
+	f.done = nil
 	ids := make([]string, len(f.eps))
 	for i, ep := range f.eps {
 		ids[i] = ep.ID
@@ -244,6 +300,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 			h(wrote)
 		}
 		if wrote || err != nil {
+			f.done = done
 			return deferred, err
 		}
 		if err := enqueue(ctx, q, ds, params); err != nil {
@@ -253,6 +310,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 	if err := q.MarkFannedOut(ctx, done); err != nil {
 		return nil, err
 	}
+	f.done = done
 	return deferred, q.DeleteJobs(ctx, gone)
 }
 

@@ -125,6 +125,8 @@ type Service struct {
 	schemas event.SchemaCache
 	// lastRules is each type's rule as last read (schema.go).
 	lastRules lastRules
+	// fanoutGates run one fanout of an owner at a time (fanoutgate.go).
+	fanoutGates fanoutGates
 }
 
 // Hooks stop the delivery service at its hand-over windows, so tests can force the
@@ -138,6 +140,9 @@ type Hooks struct {
 	// BeforeFanoutTx runs when a fanout has read the owner's endpoints
 	// and scope view, before its transaction, with the event's id.
 	BeforeFanoutTx func(eventID string)
+	// FanoutWaits runs when a fanout starts waiting for another fanout of
+	// its owner in this process to end, with its event's id.
+	FanoutWaits func(eventID string)
 	// BeforeFanoutCommit runs inside a fanout's transaction, once it has
 	// deferred the jobs of deliveries to busy endpoints (their ids).
 	BeforeFanoutCommit func(deferred []string)

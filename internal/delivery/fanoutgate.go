@@ -1,0 +1,107 @@
+package delivery
+
+import (
+	"context"
+	"sync"
+)
+
+// fanoutGates let one fanout of an owner run at a time in this process,
+// for owners with few endpoints (takeTurn); fanouts of different owners
+// run side by side.
+//
+// A fanout takes along its owner's other events awaiting fanout (SKIP
+// LOCKED) and marks them fanned out. When River hands this process several
+// jobs of one owner at once (one per single publish, up to the fanout
+// queue's workers), fanouts side by side each lock their own event, take
+// along little and run a transaction each. Behind the gate the first takes
+// along the events of the jobs that wait for it, and those find their event
+// fanned out and end without a transaction of their own. Fanouts in other
+// processes still meet at the event's row lock, as before.
+type fanoutGates struct {
+	mu    sync.Mutex
+	gates map[string]*fanoutGate
+}
+
+// fanoutGate is one owner's: a token while a fanout runs, and what the
+// fanouts that held it fanned out of the events its waiters wait with.
+type fanoutGate struct {
+	token chan struct{}
+	// The fields below are guarded by fanoutGates.mu.
+	users   int             // holding or waiting
+	waiting map[string]int  // event id → fanouts waiting with it
+	fanned  map[string]bool // events a holder fanned out while one waited
+}
+
+// enter waits until no other fanout of ownerID runs in this process, for
+// the fanout of eventID. It reports whether it waited, and whether a
+// fanout it waited for fanned that event out: then there is nothing left
+// to do (leave still follows). onWait (if not nil) runs when it starts
+// waiting. An error is ctx's, and then it holds nothing.
+func (g *fanoutGates) enter(ctx context.Context, ownerID, eventID string, onWait func()) (waited, fannedOut bool, err error) {
+	g.mu.Lock()
+	if g.gates == nil {
+		g.gates = map[string]*fanoutGate{}
+	}
+	og := g.gates[ownerID]
+	if og == nil {
+		og = &fanoutGate{token: make(chan struct{}, 1), waiting: map[string]int{}, fanned: map[string]bool{}}
+		g.gates[ownerID] = og
+	}
+	og.users++
+	g.mu.Unlock()
+	select {
+	case og.token <- struct{}{}:
+		return false, false, nil // nobody ahead
+	default:
+	}
+	g.mu.Lock()
+	og.waiting[eventID]++
+	g.mu.Unlock()
+	if onWait != nil {
+		onWait()
+	}
+	select {
+	case og.token <- struct{}{}:
+	case <-ctx.Done():
+		g.mu.Lock()
+		og.unwait(eventID)
+		g.drop(ownerID, og)
+		g.mu.Unlock()
+		return true, false, ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fannedOut = og.fanned[eventID]
+	og.unwait(eventID)
+	return true, fannedOut, nil
+}
+
+// leave ends the fanout of ownerID that entered; done are the events it
+// fanned out (none if it failed).
+func (g *fanoutGates) leave(ownerID string, done []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	og := g.gates[ownerID]
+	for _, id := range done {
+		if og.waiting[id] > 0 {
+			og.fanned[id] = true
+		}
+	}
+	<-og.token
+	g.drop(ownerID, og)
+}
+
+// unwait removes one waiter of eventID (g.mu held).
+func (og *fanoutGate) unwait(eventID string) {
+	if og.waiting[eventID]--; og.waiting[eventID] <= 0 {
+		delete(og.waiting, eventID)
+		delete(og.fanned, eventID)
+	}
+}
+
+// drop counts one user of og out and forgets og with its last (g.mu held).
+func (g *fanoutGates) drop(ownerID string, og *fanoutGate) {
+	if og.users--; og.users == 0 {
+		delete(g.gates, ownerID)
+	}
+}
