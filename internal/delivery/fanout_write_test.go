@@ -25,12 +25,7 @@ func TestFanoutOneRoundTrip(t *testing.T) {
 		writes = append(writes, oneTrip)
 	}})
 	ctx := context.Background()
-	var ids []string
-	for n := range 3 {
-		p, err := b.svc.PublishOne(ctx, paid("", n)) // acme has one endpoint
-		must(t, err)
-		ids = append(ids, p.ID)
-	}
+	ids := publishPaid(t, b.svc, 3) // acme has one endpoint
 	wantWritten(t, b.db, 3, 3)
 	must(t, b.svc.Fanout(ctx, ids[0])) // takes the other two along
 	mu.Lock()

@@ -21,12 +21,7 @@ func TestFanoutsOfAnOwnerTakeTurns(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		ctx := context.Background()
-		var ids []string
-		for n := range 2 {
-			p, err := b.svc.PublishOne(ctx, paid("", n)) // acme has one endpoint
-			must(t, err)
-			ids = append(ids, p.ID)
-		}
+		ids := publishPaid(t, b.svc, 2) // acme has one endpoint
 		first, second := ids[0], ids[1]
 		other, err := b.svc.PublishOne(ctx, &event.Event{OwnerID: "quiet", Type: "order.paid", Data: []byte(`{}`)})
 		must(t, err)
@@ -102,12 +97,7 @@ func TestFanoutsOfAnOwnerWithManyEndpointsRunSideBySide(t *testing.T) {
 		// (and takes along up to 100 events).
 		svc := delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), FanoutPairs: 5})
 		ctx := context.Background()
-		var ids []string
-		for n := range 2 {
-			p, err := svc.PublishOne(ctx, paid("", n))
-			must(t, err)
-			ids = append(ids, p.ID)
-		}
+		ids := publishPaid(t, svc, 2)
 		reached, release := make(chan struct{}), make(chan struct{})
 		second := make(chan struct{})
 		var once [2]sync.Once // a fanout that met the other's row lock runs again

@@ -88,6 +88,19 @@ func paid(key string, n int) *event.Event {
 	return &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(fmt.Sprintf(`{"n": %d}`, n)), IdempotencyKey: key}
 }
 
+// publishPaid publishes count single events of acme's (paid 0, 1, …)
+// one after another and returns their ids.
+func publishPaid(t testing.TB, svc *delivery.Service, count int) []string {
+	t.Helper()
+	ids := make([]string, count)
+	for n := range count {
+		p, err := svc.PublishOne(context.Background(), paid("", n))
+		must(t, err)
+		ids[n] = p.ID
+	}
+	return ids
+}
+
 // held makes the engine's first group commit wait inside its transaction
 // until release is called, so the publishes that arrive meanwhile queue and
 // go together in the next group; queued(n) returns once n are queued.
