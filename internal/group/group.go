@@ -41,7 +41,11 @@ type Runner[T any] struct {
 	// once answered, which under load split into two halves taking turns
 	// (one half in a group while the other is answered and comes back),
 	// go together in one group of all of them; a lone caller, whose last
-	// group held only itself, waits for nothing.
+	// group held only itself, waits for nothing. Callers that do not come
+	// back once answered (requests arriving on their own clock, in
+	// bursts) would make every wait a loss: a wait that brought fewer
+	// than half the calls it waited for makes the next leaders skip
+	// theirs, 1, 2, 4 … up to maxLingerSkips in a row, until one pays.
 	Linger float64
 	// Now and After are the clock (nil: time.Now, time.After); tests set
 	// them.
@@ -59,6 +63,9 @@ type Runner[T any] struct {
 	lastRun time.Duration
 	lastEnd time.Time
 	lastIn  int
+	// skips is how many leaders in a row the last wait that did not pay
+	// made skip theirs, skip how many of those are still to come.
+	skips, skip int
 }
 
 type waiter[T any] struct {
@@ -140,6 +147,11 @@ func (r *Runner[T]) lead(ctx context.Context, w *waiter[T]) {
 // stalled) must not make the next one's callers wait long too.
 const maxLinger = 5 * time.Millisecond
 
+// maxLingerSkips bounds the leaders in a row that skip their wait after
+// waits that did not pay, so a runner whose callers start coming back
+// lingers again soon.
+const maxLingerSkips = 64
+
 // linger waits, with r.mu held (and released while it waits), for as many
 // calls to queue as were in the runner when the last group ended, at most
 // Linger times that group's run time or maxLinger (see Linger).
@@ -148,6 +160,19 @@ func (r *Runner[T]) linger() {
 	if r.Linger <= 0 || len(r.queue) >= want || r.now().Sub(r.lastEnd) >= r.lastRun {
 		return
 	}
+	if r.skip > 0 {
+		r.skip--
+		return
+	}
+	had := len(r.queue)
+	defer func() {
+		if 2*(len(r.queue)-had) >= want-had {
+			r.skips = 0
+			return
+		}
+		r.skips = min(max(1, 2*r.skips), maxLingerSkips)
+		r.skip = r.skips
+	}()
 	if r.arrived == nil {
 		r.arrived = make(chan struct{}, 1)
 	}

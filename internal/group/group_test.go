@@ -239,7 +239,9 @@ func TestRunnerLingers(t *testing.T) {
 }
 
 // TestRunnerLingerEnds: a leader waiting for calls that do not come runs
-// its group once the wait is over, and a lone caller never waits.
+// its group once the wait is over; the next leader that could wait runs at
+// once (the wait brought nobody: callers that do not come back once
+// answered), and a lone caller never waits.
 func TestRunnerLingerEnds(t *testing.T) {
 	t.Parallel()
 	f := newLingerFixture(10 * time.Millisecond)
@@ -252,6 +254,16 @@ func TestRunnerLingerEnds(t *testing.T) {
 	if !slices.Equal(f.sizes, []int{1, 2}) || len(f.clock.waits) != 1 {
 		t.Fatalf("group sizes %v, waits %v; want [1 2] after one wait", f.sizes, f.clock.waits)
 	}
+	// Right after that group of two, a leader could wait for one more.
+	next := &call{n: 4}
+	done := make(chan struct{})
+	go func() { f.r.Do(context.Background(), next); close(done) }()
+	select {
+	case <-done:
+	case <-f.clock.waiting:
+		t.Fatal("a leader lingered right after a wait that brought nobody")
+	}
+	answered(t, next)
 	// One caller at a time, after a pause longer than a group's run: the
 	// first comes too late to wait for anyone, the others after a group
 	// that held only themselves.
