@@ -34,11 +34,14 @@ const attemptSelect = `SELECT
 	LEFT JOIN hookd_events ev ON ev.id = d.event_id
 	WHERE `
 
+// loadAttemptSQL is LoadAttempt's statement ($1 the endpoint, $2 the event).
+const loadAttemptSQL = attemptSelect + `d.endpoint_id = $1 AND d.event_id = $2`
+
 // LoadAttempt reads a delivery with its endpoint, owner and event in one
 // round trip (the deliver worker's hot path). NotFound when the delivery is
 // gone (its endpoint was deleted).
 func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*AttemptInput, error) {
-	a, err := scanAttempt(q.queryRow(ctx, attemptSelect+`d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID))
+	a, err := scanAttempt(q.queryRow(ctx, loadAttemptSQL, endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}

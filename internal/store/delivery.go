@@ -33,6 +33,11 @@ func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endp
 	return d, err
 }
 
+// deliveryPendingSQL is DeliveryPending's statement ($1 the endpoint, $2
+// the event).
+const deliveryPendingSQL = `SELECT d.state, d.job_id, NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = d.endpoint_id)
+		FROM hookd_deliveries d WHERE d.endpoint_id = $1 AND d.event_id = $2`
+
 // DeliveryPending reports whether the delivery of an event to an endpoint
 // is still pending for job jobID (not settled, not another job's): the
 // short read a job makes when it finds the endpoint busy. NotFound when the
@@ -42,8 +47,7 @@ func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, job
 	var state string
 	var job int64
 	var orphan bool
-	err := q.queryRow(ctx, `SELECT d.state, d.job_id, NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = d.endpoint_id)
-		FROM hookd_deliveries d WHERE d.endpoint_id = $1 AND d.event_id = $2`, endpointID, eventID).Scan(&state, &job, &orphan)
+	err := q.queryRow(ctx, deliveryPendingSQL, endpointID, eventID).Scan(&state, &job, &orphan)
 	if orphan {
 		err = q.DropOrphanDelivery(ctx, endpointID, eventID)
 	}

@@ -7,3 +7,14 @@ import "context"
 func (q *Q) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	return q.exec(ctx, sql, args...)
 }
+
+// LoadAttemptSQL and DeliveryPendingSQL are the deliver job's reads of its
+// delivery ($1 the endpoint, $2 the event).
+const (
+	LoadAttemptSQL     = loadAttemptSQL
+	DeliveryPendingSQL = deliveryPendingSQL
+)
+
+// WithDeliverySQL is EndpointsWithDelivery's statement for n endpoints ($1
+// the event, then the endpoints).
+func WithDeliverySQL(n int) string { return withDeliverySQL(n) }
