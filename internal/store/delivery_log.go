@@ -78,6 +78,14 @@ type Activity struct {
 	Last                 *endpoint.Delivery
 }
 
+// endpointActivitySQL is EndpointActivity's count of each endpoint's
+// deliveries and failures since $2, for the endpoints of owner $1: one
+// range scan of the endpoint_recent index each.
+const endpointActivitySQL = `SELECT e.id,
+		(SELECT count(*) * 4294967296 + coalesce(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
+			FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2)
+		FROM hookd_endpoints e WHERE e.owner_id = $1 ORDER BY e.created_at, e.id`
+
 // EndpointActivity returns the activity of every endpoint of ownerID since
 // since, in the endpoint list's order (created_at, id): one entry per
 // endpoint, with zero counts and no Last for an endpoint without
@@ -96,10 +104,7 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 			return nil, err
 		}
 		return &Activity{EndpointID: id, Deliveries: int(packed >> 32), Failures: int(packed & 0xffffffff)}, nil
-	}, `SELECT e.id,
-		(SELECT count(*) * 4294967296 + coalesce(sum(CASE WHEN d.state = 'failed' OR (d.state = 'pending' AND d.attempts > 0) THEN 1 ELSE 0 END), 0)
-			FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d.created_at >= $2)
-		FROM hookd_endpoints e WHERE e.owner_id = $1 ORDER BY e.created_at, e.id`, ownerID, ts(since))
+	}, endpointActivitySQL, ownerID, ts(since))
 	if err != nil {
 		return nil, fmt.Errorf("endpoint activity: %w", err)
 	}
@@ -129,6 +134,11 @@ type HourCount struct {
 	Delivered, Failed, Pending int
 }
 
+// hourlyOutcomesSQL counts an endpoint's ($1) deliveries created in
+// [$2, $3) by state, from the endpoint_recent index alone.
+const hourlyOutcomesSQL = `SELECT COALESCE(sum(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END), 0), COALESCE(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0), count(*)
+	FROM hookd_deliveries WHERE endpoint_id = $1 AND created_at >= $2 AND created_at < $3`
+
 // HourlyOutcomes counts an endpoint's deliveries created in each of the
 // hours from since, by state: one index-only range scan per hour, summed as
 // it goes (grouping by a computed hour sorted every row of the day). The
@@ -139,8 +149,7 @@ func (q *Q) HourlyOutcomes(ctx context.Context, endpointID string, since time.Ti
 	for i := range out {
 		from := since.Add(time.Duration(i) * time.Hour)
 		h := &out[i]
-		err := q.queryRow(ctx, `SELECT COALESCE(sum(CASE WHEN state = 'delivered' THEN 1 ELSE 0 END), 0), COALESCE(sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0), count(*)
-			FROM hookd_deliveries WHERE endpoint_id = $1 AND created_at >= $2 AND created_at < $3`, endpointID, ts(from), ts(from.Add(time.Hour))).Scan(&h.Delivered, &h.Failed, &h.Pending)
+		err := q.queryRow(ctx, hourlyOutcomesSQL, endpointID, ts(from), ts(from.Add(time.Hour))).Scan(&h.Delivered, &h.Failed, &h.Pending)
 		if err != nil {
 			return nil, fmt.Errorf("hourly outcomes: %w", err)
 		}

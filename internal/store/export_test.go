@@ -15,6 +15,14 @@ const (
 	DeliveryPendingSQL = deliveryPendingSQL
 )
 
+// EndpointActivitySQL ($1 the owner, $2 since) and HourlyOutcomesSQL ($1
+// the endpoint, $2 and $3 the hour) are the console's reads of the
+// endpoint_recent index.
+const (
+	EndpointActivitySQL = endpointActivitySQL
+	HourlyOutcomesSQL   = hourlyOutcomesSQL
+)
+
 // WithDeliverySQL is EndpointsWithDelivery's statement for n endpoints ($1
 // the event, then the endpoints).
 func WithDeliverySQL(n int) string { return withDeliverySQL(n) }
