@@ -141,8 +141,11 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 	// (id = ANY($n)), the generic plan PostgreSQL caches for the
 	// statement was made while the tables were small, a sequential scan
 	// of the events and of river_job, which every fanout then ran as
-	// they grew (until an autoanalyze replanned it); an equality list
-	// is planned as index lookups whatever the tables hold.
+	// they grew (until an autoanalyze replanned it). An equality list of
+	// one is planned as an index lookup whatever the tables hold; a
+	// longer one planned on a tiny table can still be a sequential scan
+	// (seen at a calm rate for fanouts that took one event along, until
+	// autovacuum's first ANALYZE), but those are the rarer texts.
 	if len(w.FannedOut) > 0 {
 		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id IN (` + placeholders(len(params)+1, len(w.FannedOut)) + `))`)
 		params = append(params, anys(w.FannedOut)...)
