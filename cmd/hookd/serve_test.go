@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,5 +305,51 @@ func TestServeCatalog(t *testing.T) {
 	msg, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(msg), "Bad Name") {
 		t.Fatalf("bad catalog: err %v, output %s", err, msg)
+	}
+}
+
+// TestServeGCHeapFloor: hookd serve raises GOGC while its live heap is far
+// below --gc-heap-floor (a fresh process holds a few MB), as its own
+// /metrics shows (go_gc_gogc_percent); 0 leaves Go's 100; a value that is
+// not a size in MiB exits 2 before anything is opened, saying what to use.
+func TestServeGCHeapFloor(t *testing.T) {
+	t.Parallel()
+	gogc := func(p *proc) float64 {
+		t.Helper()
+		resp, err := http.Get("http://" + p.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go_gc_gogc_percent "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+		}
+		t.Fatalf("no go_gc_gogc_percent in /metrics:\n%s", b)
+		return 0
+	}
+	if got := gogc(startServe(t, t.TempDir())); got <= 100 {
+		t.Errorf("default floor: GOGC %v, want above 100 for a fresh process's small heap", got)
+	}
+	if got := gogc(startServe(t, t.TempDir(), "--gc-heap-floor", "0")); got != 100 {
+		t.Errorf("--gc-heap-floor 0: GOGC %v, want Go's 100", got)
+	}
+	for _, bad := range []string{"abc", "-1", "1e9"} {
+		dir := t.TempDir()
+		cmd := exec.Command(serveBinary(t), "serve", "--db", filepath.Join(dir, "hookd.db"), "--addr", "127.0.0.1:0", "--gc-heap-floor", bad)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), `--gc-heap-floor "`+bad+`": a whole number of MiB`) {
+			t.Errorf("--gc-heap-floor %s: %v, output %s; want exit 2 and what to use", bad, err, out)
+		}
+		if es, _ := os.ReadDir(dir); len(es) > 0 {
+			t.Errorf("--gc-heap-floor %s created %v", bad, es)
+		}
 	}
 }
