@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookd/hookd/internal/bench"
 	"github.com/hookd/hookd/internal/cliflag"
+	"github.com/hookd/hookd/internal/gctune"
 )
 
 // benchCmd runs one end-to-end measurement (internal/bench) and prints one
@@ -40,8 +41,25 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 30*time.Second, "stop waiting when no delivery arrived for this long")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole wait for deliveries")
 	logLevel := fs.String("log-level", "warn", "hookd's log level (to stderr): debug, info, warn or error")
+	gcFloorFlag := gcHeapFloorFlag(fs.FlagSet)
 	if _, err := fs.Parse(args); err != nil {
 		return err
+	}
+	gcFloor, err := gcHeapFloor(*gcFloorFlag)
+	if err != nil {
+		return fs.Errorf("%v", err)
+	}
+	if !o.Spawn {
+		// In process, hookd runs as hookd serve runs it (the load
+		// generator and receiver share its heap).
+		defer gctune.Start(gcFloor).Stop()
+	} else if flagSet(fs.FlagSet, "gc-heap-floor") {
+		// The child reads it from the environment it inherits: a build
+		// from before the flag (--hookd) ignores the variable, where it
+		// would refuse the flag.
+		if err := os.Setenv("HOOKD_GC_HEAP_FLOOR", *gcFloorFlag); err != nil {
+			return err
+		}
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -36,6 +36,27 @@ const defaultGCHeapFloor = 32
 // a collector that never runs.
 const maxGCHeapFloor = 64 << 10
 
+// gcHeapFloorFlag registers --gc-heap-floor on fs.
+func gcHeapFloorFlag(fs *flag.FlagSet) *string {
+	return fs.String("gc-heap-floor", envOr("HOOKD_GC_HEAP_FLOOR", strconv.Itoa(defaultGCHeapFloor)), "MiB the Go heap may grow to before a garbage collection while little of it is live (docs/performance.md); 0: Go's own pacing (GOGC) alone (env HOOKD_GC_HEAP_FLOOR)")
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// gcHeapFloor is --gc-heap-floor's value in bytes.
+func gcHeapFloor(v string) (uint64, error) {
+	mib, err := strconv.Atoi(v)
+	if err != nil || mib < 0 || mib > maxGCHeapFloor {
+		return 0, fmt.Errorf("--gc-heap-floor %q: a whole number of MiB up to %d (default %d), or 0 for Go's own pacing", v, maxGCHeapFloor, defaultGCHeapFloor)
+	}
+	return uint64(mib) << 20, nil
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New("serve", "hookd serve [flags]", "Runs the admin/publish API and the delivery workers (--role splits them).")
 	var f dbFlags
@@ -53,16 +74,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("HOOKD_METRICS_ADDR"), "serve /metrics (and /healthz, /readyz) on this address of its own, e.g. :9090; empty: /metrics on --addr (env HOOKD_METRICS_ADDR)")
 	ownerLabels := fs.Bool("metrics-owner-labels", os.Getenv("HOOKD_METRICS_OWNER_LABELS") == "true", "label the Prometheus counters by owner and endpoint (cardinality grows with them) (env HOOKD_METRICS_OWNER_LABELS=true)")
-	gcFloorFlag := fs.String("gc-heap-floor", envOr("HOOKD_GC_HEAP_FLOOR", strconv.Itoa(defaultGCHeapFloor)), "MiB the Go heap may grow to before a garbage collection while little of it is live (docs/performance.md); 0: Go's own pacing (GOGC) alone (env HOOKD_GC_HEAP_FLOOR)")
+	gcFloorFlag := gcHeapFloorFlag(fs.FlagSet)
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	gcFloor, err := strconv.Atoi(*gcFloorFlag)
-	if err != nil || gcFloor < 0 || gcFloor > maxGCHeapFloor {
-		return fs.Errorf("--gc-heap-floor %q: a whole number of MiB up to %d (default %d), or 0 for Go's own pacing", *gcFloorFlag, maxGCHeapFloor, defaultGCHeapFloor)
+	gcFloor, err := gcHeapFloor(*gcFloorFlag)
+	if err != nil {
+		return fs.Errorf("%v", err)
 	}
-	addrSet := false
-	fs.Visit(func(fl *flag.Flag) { addrSet = addrSet || fl.Name == "addr" })
+	addrSet := flagSet(fs.FlagSet, "addr")
 	if *role != "all" && *role != "api" && *role != "worker" {
 		return fs.Errorf("--role %q: use all, api or worker", *role)
 	}
@@ -107,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 
 	// The collector's heap floor (internal/gctune): this process owns its
 	// runtime, which a library user's does not.
-	defer gctune.Start(uint64(gcFloor) << 20).Stop()
+	defer gctune.Start(gcFloor).Stop()
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {
 		return err

@@ -352,4 +352,9 @@ func TestServeGCHeapFloor(t *testing.T) {
 			t.Errorf("--gc-heap-floor %s created %v", bad, es)
 		}
 	}
+	out, err := exec.Command(serveBinary(t), "bench", "--gc-heap-floor", "abc").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), `--gc-heap-floor "abc": a whole number of MiB`) {
+		t.Errorf("bench --gc-heap-floor abc: %v, output %s; want exit 2 and what to use", err, out)
+	}
 }
