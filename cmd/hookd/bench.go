@@ -45,7 +45,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	gcFloor, err := gcHeapFloor(*gcFloorFlag)
+	gcFloor, err := gcHeapFloor(fs.FlagSet, *gcFloorFlag)
 	if err != nil {
 		return fs.Errorf("%v", err)
 	}

@@ -48,11 +48,17 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// gcHeapFloor is --gc-heap-floor's value in bytes.
-func gcHeapFloor(v string) (uint64, error) {
+// gcHeapFloor is the heap floor in bytes that fs's --gc-heap-floor, whose
+// value is v, asks for. An operator who set GOGC chose the collector's
+// pacing: then only a floor given explicitly (the flag, or its variable)
+// applies.
+func gcHeapFloor(fs *flag.FlagSet, v string) (uint64, error) {
 	mib, err := strconv.Atoi(v)
 	if err != nil || mib < 0 || mib > maxGCHeapFloor {
 		return 0, fmt.Errorf("--gc-heap-floor %q: a whole number of MiB up to %d (default %d), or 0 for Go's own pacing", v, maxGCHeapFloor, defaultGCHeapFloor)
+	}
+	if os.Getenv("GOGC") != "" && os.Getenv("HOOKD_GC_HEAP_FLOOR") == "" && !flagSet(fs, "gc-heap-floor") {
+		return 0, nil
 	}
 	return uint64(mib) << 20, nil
 }
@@ -78,7 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	gcFloor, err := gcHeapFloor(*gcFloorFlag)
+	gcFloor, err := gcHeapFloor(fs.FlagSet, *gcFloorFlag)
 	if err != nil {
 		return fs.Errorf("%v", err)
 	}

@@ -62,8 +62,17 @@ type proc struct {
 
 func startServe(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
+	return startServeEnv(t, dir, nil, extra...)
+}
+
+// startServeEnv is startServe with env added to the process's environment.
+func startServeEnv(t *testing.T, dir string, env []string, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"serve", "--db", filepath.Join(dir, "hookd.db"), "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32", "--log-level", "debug"}, extra...)
 	cmd := exec.Command(serveBinary(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, _ := cmd.StdoutPipe()
 	logs := &bytes.Buffer{}
 	errw := &syncWriter{w: logs, wrote: make(chan struct{}, 1)}
@@ -310,7 +319,8 @@ func TestServeCatalog(t *testing.T) {
 
 // TestServeGCHeapFloor: hookd serve raises GOGC while its live heap is far
 // below --gc-heap-floor (a fresh process holds a few MB), as its own
-// /metrics shows (go_gc_gogc_percent); 0 leaves Go's 100; a value that is
+// /metrics shows (go_gc_gogc_percent); 0 leaves Go's 100, and an
+// operator's GOGC stays unless a floor is asked for too; a value that is
 // not a size in MiB exits 2 before anything is opened, saying what to use.
 func TestServeGCHeapFloor(t *testing.T) {
 	t.Parallel()
@@ -339,6 +349,13 @@ func TestServeGCHeapFloor(t *testing.T) {
 	}
 	if got := gogc(startServe(t, t.TempDir(), "--gc-heap-floor", "0")); got != 100 {
 		t.Errorf("--gc-heap-floor 0: GOGC %v, want Go's 100", got)
+	}
+	// An operator's GOGC is theirs, unless they also ask for a floor.
+	if got := gogc(startServeEnv(t, t.TempDir(), []string{"GOGC=150"})); got != 150 {
+		t.Errorf("GOGC=150: GOGC %v, want 150 and no floor", got)
+	}
+	if got := gogc(startServeEnv(t, t.TempDir(), []string{"GOGC=150", "HOOKD_GC_HEAP_FLOOR=64"})); got <= 150 {
+		t.Errorf("GOGC=150 with HOOKD_GC_HEAP_FLOOR=64: GOGC %v, want the floor to raise it", got)
 	}
 	for _, bad := range []string{"abc", "-1", "1e9"} {
 		dir := t.TempDir()
