@@ -27,7 +27,7 @@ import (
 
 // defaultGCHeapFloor is --gc-heap-floor's default, in MiB. Publishing,
 // hookd serve keeps about 10 MB live and collected at 20; with the heap
-// let grow to 32 MiB first its CPU per single publish fell by a fifth, and
+// let grow to 32 MiB first its CPU per single publish fell by a sixth, and
 // a process delivering a million (20 MB or more live) kept the peak RSS it
 // had (docs/performance-history.md).
 const defaultGCHeapFloor = 32
