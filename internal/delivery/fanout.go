@@ -46,7 +46,7 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	if read == nil {
 		return err
 	}
-	var done []string
+	var done fanned
 	defer func() { leave(done) }()
 	ev, o, eps := read.Event, read.Owner, read.Endpoints
 	p, err := s.cfg.Profiles.Get(o.Profile)
@@ -74,17 +74,25 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 // along a whole batch of others (FanoutBatch events of FanoutPairs
 // deliveries at most: 10 endpoints by default). The fanouts of an owner
 // with more run side by side as before: one takes along fewer events than
-// may wait for it, and the rest would queue. It returns what
+// may wait for it, and the rest would queue. So do the fanouts of an
+// owner whose endpoints take several deliveries at once (kwork's lease
+// slots) while its backlog is more than a batch (the last fanout took a
+// whole batch along; fanoutGates.backlogged): each then takes a whole
+// batch of its own, and one at a time they fanned out too slowly to keep
+// the slots held (fanoutgate.go). It returns what
 // to fan out: read, or read again when it waited, since the endpoints may
 // have changed meanwhile; nil when nothing is left to do (the fanout it
 // waited for took the event along, or the event is gone). leave, called
-// with the events fanned out, ends the turn.
-func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read *store.FanoutRead) (_ *store.FanoutRead, leave func(done []string), err error) {
-	leave = func([]string) {}
+// with what the fanout did, ends the turn.
+func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read *store.FanoutRead) (_ *store.FanoutRead, leave func(fanned), err error) {
+	leave = func(fanned) {}
 	if len(read.Endpoints)*s.cfg.FanoutBatch > s.cfg.FanoutPairs {
 		return read, leave, nil
 	}
 	ownerID := read.Owner.ID
+	if s.fanoutGates.backlogged(ownerID) && s.severalInFlight(read.Owner.Profile, read.Endpoints) {
+		return read, func(f fanned) { s.fanoutGates.ran(ownerID, f) }, nil
+	}
 	var onWait func()
 	if h := s.hook().FanoutWaits; h != nil {
 		onWait = func() { h(eventID) }
@@ -93,14 +101,14 @@ func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read
 	if err != nil {
 		return nil, leave, err
 	}
-	turn := func(done []string) { s.fanoutGates.leave(ownerID, done) }
+	turn := func(f fanned) { s.fanoutGates.leave(ownerID, f) }
 	if fannedOut {
-		turn(nil)
+		turn(fanned{})
 		return nil, leave, nil
 	}
 	if waited {
 		if read, err = q.ReadForFanout(ctx, eventID); err != nil {
-			turn(nil)
+			turn(fanned{})
 			if apperr.IsNotFound(err) {
 				err = nil
 			}
@@ -108,6 +116,21 @@ func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read
 		}
 	}
 	return read, turn, nil
+}
+
+// severalInFlight says whether one of eps, under the owner's profile,
+// takes more than one delivery at a time.
+func (s *Service) severalInFlight(profileName string, eps []*endpoint.Endpoint) bool {
+	p, err := s.cfg.Profiles.Get(profileName)
+	if err != nil {
+		return false // the fanout cancels its job on this
+	}
+	for _, ep := range eps {
+		if p.MaxInFlight(ep.MaxInFlight) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // scopeViewOf is what the scope predicate needs, read afresh for every
@@ -173,8 +196,8 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 // of a River job, a transaction and a commit each. While an endpoint is
 // failing its new deliveries are scheduled Cooldown out.
 //
-// It returns the events it fanned out: the job's and those taken along.
-func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (done []string, err error) {
+// It returns what it fanned out: the job's event and those taken along.
+func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p profile.Profile, eps []*endpoint.Endpoint, view *scope.View, jobMetadata []byte) (_ fanned, err error) {
 	ctx, span := s.startSpan(ctx, "hookd.fanout", jobMetadata, attribute.String("hookd.event", ev.ID), attribute.String("hookd.event_type", ev.Type))
 	defer func() { endSpan(span, err) }()
 	f := fanoutRun{ev: ev, o: o, p: p, eps: eps, view: view, now: s.now().UTC()}
@@ -192,12 +215,21 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return fanned{}, err
 	}
 	if len(deferred) > 0 {
 		s.wakeIfFree(ctx, deferred)
 	}
-	return f.done, nil
+	return f.fanned, nil
+}
+
+// fanned is what a fanout's transaction did: the events it fanned out (the
+// job's and those taken along; none if it failed or wrote nothing), and
+// whether it took along a whole batch (FanoutBatch), so that more of the
+// owner's events await fanout than one transaction takes.
+type fanned struct {
+	done      []string
+	fullBatch bool
 }
 
 // fanoutRun is what one fanout knows before its transaction: the job's
@@ -205,15 +237,15 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 // view, the time, and the deliver jobs' plain metadata (jobMeta); and,
 // once its transaction has read them, the endpoints busy now.
 type fanoutRun struct {
-	ev   *event.Event
-	o    *owner.Owner
-	p    profile.Profile
-	eps  []*endpoint.Endpoint
-	view *scope.View
-	now  time.Time
-	meta []byte
-	busy map[string]bool
-	done []string // the events its transaction fanned out
+	ev     *event.Event
+	o      *owner.Owner
+	p      profile.Profile
+	eps    []*endpoint.Endpoint
+	view   *scope.View
+	now    time.Time
+	meta   []byte
+	busy   map[string]bool
+	fanned fanned // what its transaction fanned out
 }
 
 // fanoutTx is the fanout's transaction: it takes the event (and the others
@@ -221,7 +253,7 @@ type fanoutRun struct {
 // fanned out and deletes the others' fanout jobs. It returns the endpoints
 // whose new jobs it deferred (deferBusy).
 func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (deferred []string, err error) {
-	f.done = nil
+	f.fanned = fanned{}
 	ids := make([]string, len(f.eps))
 	for i, ep := range f.eps {
 		ids[i] = ep.ID
@@ -300,7 +332,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 			h(wrote)
 		}
 		if wrote || err != nil {
-			f.done = done
+			f.fanned = fanned{done: done, fullBatch: len(others) >= s.cfg.FanoutBatch}
 			return deferred, err
 		}
 		if err := enqueue(ctx, q, ds, params); err != nil {
@@ -310,7 +342,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 	if err := q.MarkFannedOut(ctx, done); err != nil {
 		return nil, err
 	}
-	f.done = done
+	f.fanned = fanned{done: done, fullBatch: len(others) >= s.cfg.FanoutBatch}
 	return deferred, q.DeleteJobs(ctx, gone)
 }
 
