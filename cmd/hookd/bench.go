@@ -37,7 +37,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.IntVar(&o.BatchSize, "batch", 1000, "most events per publish request (≤ 1000; 1: each event its own POST /api/v1/events)")
 	fs.IntVar(&o.Publishers, "concurrency", 4, "publish requests in flight at once (clients)")
 	fs.IntVar(&o.Publishers, "publishers", 4, "the same as --concurrency")
-	fs.BoolVar(&o.NetHTTPClient, "net-http-client", false, "publish through Go's net/http client instead of the lean raw one, to see what the load generator's own CPU costs")
+	fs.StringVar(&o.Generator, "generator", "", "how publishes are sent: loop (one thread, epoll, as wrk does; the default for closed loops on Linux), conns (a goroutine a connection; the default otherwise) or net-http (Go's client, to see what a heavier load generator costs)")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 30*time.Second, "stop waiting when no delivery arrived for this long")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole wait for deliveries")
 	logLevel := fs.String("log-level", "warn", "hookd's log level (to stderr): debug, info, warn or error")

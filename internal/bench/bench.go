@@ -68,11 +68,13 @@ type Options struct {
 	// (default 4).
 	BatchSize  int
 	Publishers int
-	// NetHTTPClient sends the publishes through net/http's client instead
-	// of the bench's raw HTTP/1.1 one. The load generator runs on the cores
-	// it measures, and net/http's client costs about as much CPU per
-	// request as hookd's own HTTP handling; this shows what it takes.
-	NetHTTPClient bool
+	// Generator is how the publishes are sent (the load generator runs on
+	// the cores it measures, so what it costs matters): GeneratorLoop, one
+	// thread waiting on every connection with epoll, as wrk and pgbench do
+	// (the default for closed loops on Linux); GeneratorConns, a goroutine
+	// per connection (the default otherwise); GeneratorNetHTTP, Go's
+	// net/http client, to show what a heavier client costs.
+	Generator string
 	// StallTimeout ends the wait when no new delivery arrived for this long
 	// (default 30 s); Timeout bounds the whole wait (default 10 min).
 	StallTimeout time.Duration
@@ -82,6 +84,13 @@ type Options struct {
 	Log      *slog.Logger
 	Progress io.Writer
 }
+
+// Load generators (Options.Generator).
+const (
+	GeneratorLoop    = "loop"
+	GeneratorConns   = "conns"
+	GeneratorNetHTTP = "net-http"
+)
 
 // Profiles the bench can drive.
 const (
@@ -117,6 +126,12 @@ func (o *Options) defaults() {
 	if o.Publishers == 0 {
 		o.Publishers = 4
 	}
+	if o.Generator == "" {
+		o.Generator = GeneratorConns
+		if loopSupported && o.Rate == 0 {
+			o.Generator = GeneratorLoop
+		}
+	}
 	if o.StallTimeout == 0 {
 		o.StallTimeout = 30 * time.Second
 	}
@@ -150,6 +165,12 @@ func (o *Options) Validate() error {
 		return errors.New("batch size must be between 1 and 1000 (the API's limit)")
 	case o.Publishers < 1:
 		return errors.New("publishers must be at least 1")
+	case o.Generator != "" && o.Generator != GeneratorLoop && o.Generator != GeneratorConns && o.Generator != GeneratorNetHTTP:
+		return fmt.Errorf("generator %q: use loop, conns or net-http", o.Generator)
+	case o.Generator == GeneratorLoop && !loopSupported:
+		return errors.New("the loop generator needs Linux (epoll): use --generator conns")
+	case o.Generator == GeneratorLoop && o.Rate > 0:
+		return errors.New("the loop generator sends closed loops only: drop --rate, or use --generator conns with it")
 	case o.Executable != "" && !o.Spawn:
 		return errors.New("another hookd binary needs --spawn")
 	case o.Spawn && o.CPUProfile != nil:

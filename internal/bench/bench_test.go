@@ -91,10 +91,12 @@ func TestRunSinglePublishes(t *testing.T) {
 		name        string
 		db          func(t *testing.T) string
 		publishOnly bool
+		generator   string
 	}{
-		{"sqlite/delivering", func(*testing.T) string { return "sqlite" }, false},
-		{"sqlite/publish-only", func(*testing.T) string { return "sqlite" }, true},
-		{"postgres/publish-only", func(t *testing.T) string { return dbtest.PostgresURL(t) }, true},
+		{"sqlite/delivering", func(*testing.T) string { return "sqlite" }, false, ""},
+		{"sqlite/delivering/conns", func(*testing.T) string { return "sqlite" }, false, bench.GeneratorConns},
+		{"sqlite/publish-only", func(*testing.T) string { return "sqlite" }, true, ""},
+		{"postgres/publish-only", func(t *testing.T) string { return dbtest.PostgresURL(t) }, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,7 +104,7 @@ func TestRunSinglePublishes(t *testing.T) {
 			var progress strings.Builder
 			res, err := bench.Run(context.Background(), bench.Options{
 				DB: c.db(t), Events: 100, Endpoints: 2, Owners: 1, PublishOnly: c.publishOnly,
-				BatchSize: 1, Publishers: 16,
+				BatchSize: 1, Publishers: 16, Generator: c.generator,
 				BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
 				Progress: &progress,
 			})
@@ -137,7 +139,17 @@ func TestRunSinglePublishes(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
+	valid := bench.Options{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1}
+	for _, g := range []string{"", bench.GeneratorLoop, bench.GeneratorConns, bench.GeneratorNetHTTP} {
+		o := valid
+		o.Generator = g
+		if err := o.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v, want nil", o, err)
+		}
+	}
 	for _, o := range []bench.Options{
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Generator: "wrk"},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Generator: bench.GeneratorLoop, Rate: 100},
 		{DB: "mysql://x", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 2, Profile: "standard", BatchSize: 1, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "other", BatchSize: 1, Publishers: 1},

@@ -36,7 +36,7 @@ type postFunc func(ctx context.Context, path, key string, body []byte, want int)
 
 // publisher returns how the publishes are sent: through the raw client, or
 // with netHTTP through net/http's, to show what the load generator's own
-// CPU costs the run (Options.NetHTTPClient).
+// CPU costs the run (Options.Generator).
 func (c *client) publisher(netHTTP bool) postFunc {
 	if netHTTP {
 		return func(ctx context.Context, path, key string, body []byte, want int) error {

@@ -42,19 +42,26 @@ func (r *requestTimes) add(d time.Duration) {
 func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int) (published, error) {
 	start := time.Now()
 	times := &requestTimes{}
-	post := api.publisher(opts.NetHTTPClient)
+	post := api.publisher(opts.Generator == GeneratorNetHTTP)
 	var err error
-	if opts.Rate > 0 {
+	switch {
+	case opts.Rate > 0:
 		err = publishOpen(ctx, post, p, opts, times, from, to)
-	} else {
-		err = publishClosed(ctx, post, p, opts, times, from, to)
+	case opts.Generator == GeneratorLoop:
+		err = publishLoop(ctx, api.raw.addr, p, times, closedBatches(p, opts, from, to), opts.Publishers)
+	default:
+		all := closedBatches(p, opts, from, to)
+		err = forEach(ctx, len(all), opts.Publishers, func(ctx context.Context, i int) error {
+			return sendBatch(ctx, post, p, times, all[i])
+		})
 	}
 	return published{start: start, duration: time.Since(start), requests: times.all}, err
 }
 
-// publishClosed cuts each owner's events into batches, interleaves the
-// owners and has opts.Publishers requests in flight.
-func publishClosed(ctx context.Context, post postFunc, p *plan, opts Options, times *requestTimes, from, to int) error {
+// closedBatches cuts each owner's events into batches and interleaves the
+// owners: the closed loop's requests, in the order they are sent with
+// opts.Publishers in flight.
+func closedBatches(p *plan, opts Options, from, to int) []batch {
 	perOwner := make([][]batch, p.owners)
 	for k := range p.owners {
 		var cur []int
@@ -82,9 +89,7 @@ func publishClosed(ctx context.Context, post postFunc, p *plan, opts Options, ti
 			break
 		}
 	}
-	return forEach(ctx, len(all), opts.Publishers, func(ctx context.Context, i int) error {
-		return sendBatch(ctx, post, p, times, all[i])
-	})
+	return all
 }
 
 // publishOpen releases events on a 10 ms ticker so that by time t about

@@ -372,11 +372,11 @@ func TestReadAnswer(t *testing.T) {
 	}
 }
 
-// TestRunNetHTTPClient: --net-http-client publishes through net/http and
+// TestRunNetHTTPClient: --generator net-http publishes through net/http and
 // the run still completes (TestRun covers the raw client).
 func TestRunNetHTTPClient(t *testing.T) {
 	t.Parallel()
-	res, err := Run(t.Context(), Options{DB: "sqlite", Events: 40, PublishOnly: true, BatchSize: 1, Publishers: 4, NetHTTPClient: true})
+	res, err := Run(t.Context(), Options{DB: "sqlite", Events: 40, PublishOnly: true, BatchSize: 1, Publishers: 4, Generator: GeneratorNetHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,10 +120,13 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
 	}
 	line("publishing", "%s", r.Mode())
-	if o.NetHTTPClient {
-		line("load generator", "Go's net/http client (--net-http-client)")
-	} else {
-		line("load generator", "lean HTTP/1.1 client, one keep-alive connection per publisher")
+	switch o.Generator {
+	case GeneratorLoop:
+		line("load generator", "loop: one thread, epoll over one keep-alive connection per publisher")
+	case GeneratorConns:
+		line("load generator", "conns: a goroutine and a lean HTTP/1.1 keep-alive connection per publisher")
+	default:
+		line("load generator", "net-http: Go's net/http client")
 	}
 	line("expected deliveries", "%d", r.Expected)
 	line("publish", "%.0f events/s (%d events in %v)", r.PublishRate(), o.Events, r.PublishDuration.Round(time.Millisecond))
