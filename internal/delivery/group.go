@@ -57,8 +57,11 @@ const DefaultGroupMax = 100
 // 6–8 ms and carried 16 calls without lingering, 25–30 with it, and the
 // clients published 1.35× as fast; with no subscribers 1.12× as fast at
 // 0.88× the CPU per publish, at 0.3; 0.5 published 1.06× as fast as 0.3
-// while delivering and 1.2× on SQLite (docs/performance-history.md).
-const groupLinger = 0.5
+// while delivering and 1.2× on SQLite. Once the load generator answered
+// its clients as fast as pgbench does (one epoll thread), they came back
+// within the whole of the last commit's run time: at 1.0 a commit carried
+// 30 of 32 callers instead of 25 (docs/performance-history.md).
+const groupLinger = 1.0
 
 // groupTimeout bounds one group's transaction: it runs on behalf of several
 // callers, so no one caller's cancellation may cut it short.
