@@ -163,3 +163,23 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLargeBatches: batches of 1,000 events, whose answers hookd sends
+// chunked in several writes, publish through the default load generator.
+// (The loop once failed when a read ended between a chunk's data and its
+// CRLF; TestLoopAnswersInParts cuts answers there on purpose, this run
+// only may.)
+func TestRunLargeBatches(t *testing.T) {
+	t.Parallel()
+	var progress strings.Builder
+	res, err := bench.Run(context.Background(), bench.Options{
+		DB: "sqlite", Events: 3000, PublishOnly: true, BatchSize: 1000, Publishers: 3,
+		StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if !res.OK() || res.PublishLatency.P50 <= 0 {
+		t.Fatalf("ok %v, publish request times %+v", res.OK(), res.PublishLatency)
+	}
+}

@@ -241,6 +241,49 @@ func TestLoopConnectionClose(t *testing.T) {
 	}
 }
 
+// TestLoopAnswersInParts: answers that arrive in several reads, chunked
+// or framed by Content-Length and cut anywhere (a chunk's data, its CRLF,
+// a size line, the headers), are waited for and read whole; before, an
+// answer cut after a chunk's data failed the run (a batch of 1,000
+// events' answer is chunked).
+func TestLoopAnswersInParts(t *testing.T) {
+	t.Parallel()
+	const body = `{"ids":["evt_1","evt_2","evt_3"]}`
+	answers := map[string]string{
+		"chunked": "HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"a\r\n" + body[:10] + "\r\n" + fmt.Sprintf("%x", len(body)-10) + "\r\n" + body[10:] + "\r\n0\r\nX-T: 1\r\n\r\n",
+		"length": "HTTP/1.1 202 Accepted\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body,
+	}
+	for name, answer := range answers {
+		// Every cut point of the answer, in two writes 5 ms apart.
+		for cut := 1; cut < len(answer); cut += 3 {
+			t.Run(fmt.Sprintf("%s/%d", name, cut), func(t *testing.T) {
+				t.Parallel()
+				addr := rawServer(t, func(conn net.Conn) {
+					br := bufio.NewReader(conn)
+					for {
+						req, err := http.ReadRequest(br)
+						if err != nil {
+							return
+						}
+						_, _ = io.Copy(io.Discard, req.Body)
+						_, _ = io.WriteString(conn, answer[:cut])
+						time.Sleep(5 * time.Millisecond)
+						_, _ = io.WriteString(conn, answer[cut:])
+					}
+				})
+				times := &requestTimes{}
+				if err := publishLoop(t.Context(), addr, loopPlan(1), times, singles(3, 1), 1); err != nil {
+					t.Fatalf("cut at %d (%q | %q): %v", cut, answer[:cut], answer[cut:], err)
+				}
+				if len(times.all) != 3 {
+					t.Errorf("%d answers read, want 3", len(times.all))
+				}
+			})
+		}
+	}
+}
+
 // rawServer accepts connections on loopback and runs handle on each.
 func rawServer(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()

@@ -342,8 +342,13 @@ func readChunk(br *bufio.Reader, body []byte, size int) ([]byte, error) {
 		return body, fmt.Errorf("chunk data: %w", err)
 	}
 	end, err := readLine(br)
-	if err != nil || len(end) != 0 {
-		return body, fmt.Errorf("chunk data not followed by CRLF (%q, %v)", end, err)
+	switch {
+	case err != nil:
+		// Wrapped: the loop generator reads a cut-short answer as
+		// incomplete by its io.EOF.
+		return body, fmt.Errorf("chunk data not followed by CRLF: %w", err)
+	case len(end) != 0:
+		return body, fmt.Errorf("chunk data not followed by CRLF but %q", end)
 	}
 	return body, nil
 }
