@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -38,6 +39,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		// written; tell clients to retry.
 		w.Header().Set("Retry-After", RetryAfterSeconds)
 		log.Warn("request unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client closed the connection before its answer: nothing
+		// failed in hookd (what the request wrote rolled back with it),
+		// and nobody reads the answer. Not an error to page anyone for.
+		log.Info("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "error", err)
 	case status >= 500:
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
