@@ -96,6 +96,7 @@ type loopConn struct {
 	sentAt  time.Time
 	out     []byte
 	off     int
+	// waitOut: epoll reports c writable too, for the rest of out.
 	waitOut bool
 	// in holds what was read of the answer; rd and rc parse it with the
 	// conns generator's parser (rc.br reads rd).

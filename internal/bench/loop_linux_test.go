@@ -287,7 +287,13 @@ func TestLoopAnswersInParts(t *testing.T) {
 // rawServer accepts connections on loopback and runs handle on each.
 func rawServer(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return rawServerOn(t, "127.0.0.1:0", handle)
+}
+
+// rawServerOn is rawServer listening on addr.
+func rawServerOn(t *testing.T, addr string, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,6 +312,34 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// TestLoopIPv6: a target on ::1 is dialled as IPv6.
+func TestLoopIPv6(t *testing.T) {
+	t.Parallel()
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		_ = ln.Close()
+	}
+	var requests sync.WaitGroup
+	requests.Add(2)
+	addr := rawServerOn(t, "[::1]:0", func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(conn, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+			requests.Done()
+		}
+	})
+	if err := publishLoop(t.Context(), addr, loopPlan(1), &requestTimes{}, singles(2, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	requests.Wait()
 }
 
 // TestLoopLargeRequest: a request larger than the socket takes at once is
