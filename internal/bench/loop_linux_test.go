@@ -259,19 +259,12 @@ func TestLoopAnswersInParts(t *testing.T) {
 		for cut := 1; cut < len(answer); cut += 3 {
 			t.Run(fmt.Sprintf("%s/%d", name, cut), func(t *testing.T) {
 				t.Parallel()
-				addr := rawServer(t, func(conn net.Conn) {
-					br := bufio.NewReader(conn)
-					for {
-						req, err := http.ReadRequest(br)
-						if err != nil {
-							return
-						}
-						_, _ = io.Copy(io.Discard, req.Body)
-						_, _ = io.WriteString(conn, answer[:cut])
-						time.Sleep(5 * time.Millisecond)
-						_, _ = io.WriteString(conn, answer[cut:])
-					}
-				})
+				addr := rawServer(t, answerEach(func(conn net.Conn) bool {
+					_, _ = io.WriteString(conn, answer[:cut])
+					time.Sleep(5 * time.Millisecond)
+					_, _ = io.WriteString(conn, answer[cut:])
+					return true
+				}))
 				times := &requestTimes{}
 				if err := publishLoop(t.Context(), addr, loopPlan(1), times, singles(3, 1), 1); err != nil {
 					t.Fatalf("cut at %d (%q | %q): %v", cut, answer[:cut], answer[cut:], err)
@@ -314,6 +307,25 @@ func rawServerOn(t *testing.T, addr string, handle func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// answerEach is a rawServer handler that reads each request on a
+// connection, whole, and has answer write its answer; the connection
+// closes when answer returns false or the client closes it.
+func answerEach(answer func(conn net.Conn) (keepOpen bool)) func(net.Conn) {
+	return func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if !answer(conn) {
+				return
+			}
+		}
+	}
+}
+
 // TestLoopIPv6: a target on ::1 is dialled as IPv6.
 func TestLoopIPv6(t *testing.T) {
 	t.Parallel()
@@ -324,18 +336,11 @@ func TestLoopIPv6(t *testing.T) {
 	}
 	var requests sync.WaitGroup
 	requests.Add(2)
-	addr := rawServerOn(t, "[::1]:0", func(conn net.Conn) {
-		br := bufio.NewReader(conn)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			_, _ = io.WriteString(conn, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
-			requests.Done()
-		}
-	})
+	addr := rawServerOn(t, "[::1]:0", answerEach(func(conn net.Conn) bool {
+		_, _ = io.WriteString(conn, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+		requests.Done()
+		return true
+	}))
 	if err := publishLoop(t.Context(), addr, loopPlan(1), &requestTimes{}, singles(2, 1), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -383,23 +388,13 @@ func TestLoopBrokenAnswers(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			requests := 0
-			addr := rawServer(t, func(conn net.Conn) {
-				br := bufio.NewReader(conn)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					mu.Lock()
-					requests++
-					mu.Unlock()
-					_, _ = io.WriteString(conn, answer)
-					if name == "closed before the answer" {
-						return
-					}
-				}
-			})
+			addr := rawServer(t, answerEach(func(conn net.Conn) bool {
+				mu.Lock()
+				requests++
+				mu.Unlock()
+				_, _ = io.WriteString(conn, answer)
+				return name != "closed before the answer"
+			}))
 			err := publishLoop(t.Context(), addr, loopPlan(1), &requestTimes{}, singles(3, 1), 1)
 			if err == nil || !strings.Contains(err.Error(), "read answer") {
 				t.Errorf("err = %v, want a read answer error", err)
