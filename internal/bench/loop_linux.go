@@ -89,10 +89,11 @@ type retry struct {
 // loopConn is one keep-alive connection and the request it has out.
 type loopConn struct {
 	fd int
-	// b is the batch out (attempt its try, sentAt when it went); out the
-	// rendered request, written up to off.
+	// b is the batch out (attempt its try, path where, sentAt when it
+	// went); out the rendered request, written up to off.
 	b       batch
 	attempt int
+	path    string
 	sentAt  time.Time
 	out     []byte
 	off     int
@@ -172,12 +173,9 @@ func (l *loop) next(c *loopConn, now time.Time) error {
 
 // send renders b as sendBatch does and writes it on c.
 func (l *loop) send(c *loopConn, b batch, attempt int, now time.Time) error {
-	path, body := "/api/v1/events/batch", batchBody(l.p, b, now.UnixNano())
-	if len(b.seqs) == 1 {
-		path, body = "/api/v1/events", eventBody(nil, l.p.eventType(b.owner), b.seqs[0], now.UnixNano())
-	}
+	path, body := request(l.p, b, now)
 	c.rc.render(l.host, path, l.p.keys[b.owner], body)
-	c.b, c.attempt, c.sentAt, c.out, c.off = b, attempt, now, c.rc.req, 0
+	c.b, c.attempt, c.path, c.sentAt, c.out, c.off = b, attempt, path, now, c.rc.req, 0
 	l.busy++
 	return l.write(c)
 }
@@ -383,21 +381,17 @@ func (c *loopConn) answer() (status int, body []byte, complete bool, err error) 
 // next batch (on a fresh connection when the server closes this one).
 func (l *loop) answered(c *loopConn, status int, body []byte, now time.Time) error {
 	b, attempt, took := c.b, c.attempt, now.Sub(c.sentAt)
-	path := "/api/v1/events"
-	if len(b.seqs) > 1 {
-		path = "/api/v1/events/batch"
-	}
 	c.in, c.sentAt = c.in[:0], time.Time{}
 	l.busy--
 	switch {
 	case status == http.StatusAccepted:
 		l.times.add(took)
-	case (status >= 500 || status == http.StatusTooManyRequests) && attempt < 5:
-		r := retry{at: now.Add(time.Duration(attempt) * 100 * time.Millisecond), b: b, attempt: attempt + 1}
+	case retryable(status, attempt):
+		r := retry{at: now.Add(retryAfter(attempt)), b: b, attempt: attempt + 1}
 		i, _ := slices.BinarySearchFunc(l.retries, r.at, func(r retry, at time.Time) int { return r.at.Compare(at) })
 		l.retries = slices.Insert(l.retries, i, r)
 	default:
-		return fmt.Errorf("publish: %w", &statusError{method: http.MethodPost, path: path, status: status, body: string(bytes.TrimSpace(body))})
+		return fmt.Errorf("publish: %w", &statusError{method: http.MethodPost, path: c.path, status: status, body: string(bytes.TrimSpace(body))})
 	}
 	if c.rc.closing {
 		l.drop(c)

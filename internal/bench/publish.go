@@ -143,28 +143,44 @@ func publishOpen(ctx context.Context, post postFunc, p *plan, opts Options, time
 func sendBatch(ctx context.Context, post postFunc, p *plan, times *requestTimes, b batch) error {
 	for attempt := 1; ; attempt++ {
 		sent := time.Now()
-		path, body := "/api/v1/events/batch", batchBody(p, b, sent.UnixNano())
-		if len(b.seqs) == 1 {
-			path, body = "/api/v1/events", eventBody(nil, p.eventType(b.owner), b.seqs[0], sent.UnixNano())
-		}
+		path, body := request(p, b, sent)
 		err := post(ctx, path, p.keys[b.owner], body, http.StatusAccepted)
 		if err == nil {
 			times.add(time.Since(sent))
 		}
 		var se *statusError
-		if err == nil || attempt == 5 || !errors.As(err, &se) || se.status < 500 && se.status != http.StatusTooManyRequests {
+		if err == nil || !errors.As(err, &se) || !retryable(se.status, attempt) {
 			if err != nil {
 				return fmt.Errorf("publish: %w", err)
 			}
 			return nil
 		}
 		select {
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		case <-time.After(retryAfter(attempt)):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
+
+// request is the path and body that publish b, sent at sent: one event
+// alone through POST /api/v1/events, more through the batch endpoint.
+func request(p *plan, b batch, sent time.Time) (path string, body []byte) {
+	if len(b.seqs) == 1 {
+		return "/api/v1/events", eventBody(nil, p.eventType(b.owner), b.seqs[0], sent.UnixNano())
+	}
+	return "/api/v1/events/batch", batchBody(p, b, sent.UnixNano())
+}
+
+// retryable says whether a publish answered status on its attempt'th try
+// is sent again: a 5xx or 429 rolled the whole batch back, and a batch
+// gets five tries.
+func retryable(status, attempt int) bool {
+	return (status >= 500 || status == http.StatusTooManyRequests) && attempt < 5
+}
+
+// retryAfter is how long a batch waits before its next try.
+func retryAfter(attempt int) time.Duration { return time.Duration(attempt) * 100 * time.Millisecond }
 
 // batchBody renders {"events":[{type, subject, tenant, data:{seq, ts}}…]}.
 func batchBody(p *plan, b batch, ts int64) []byte {
