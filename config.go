@@ -30,6 +30,8 @@ const (
 	DefaultBusySnooze           = delivery.DefaultBusySnooze
 	DefaultRetention            = delivery.DefaultRetention
 	DefaultDrainMax             = delivery.DefaultDrainMax
+	DefaultOwnerShare           = delivery.DefaultOwnerShare
+	DefaultSlowAfter            = delivery.DefaultSlowAfter
 )
 
 // Config configures a Hookd. The zero value of every field but MasterKey
@@ -55,8 +57,22 @@ type Config struct {
 	// River client runs hookd's workers (see AddWorkers).
 	Work bool
 	// Workers is how many deliveries run at once in this process
-	// (DefaultWorkers).
+	// (DefaultWorkers) in the healthy lane, the River queue "deliver".
 	Workers int
+	// SlowWorkers is how many deliveries to slow endpoints (the last
+	// attempt took SlowAfter or longer, a timeout included) run at once
+	// in this process, in a lane of their own, the River queue
+	// "deliver_slow" (default: Workers). They wait on receivers, not on
+	// the CPU.
+	SlowWorkers int
+	// OwnerShare is the part of each lane's workers one owner may hold in
+	// this process (DefaultOwnerShare); a delivery of an owner at its share
+	// snoozes, spending no attempt. 1: no cap.
+	OwnerShare float64
+	// SlowAfter is how long an attempt may take before its endpoint's
+	// deliveries move to the slow lane (DefaultSlowAfter); an attempt
+	// faster than that moves them back.
+	SlowAfter time.Duration
 
 	// EventTypes are offered to every owner, beside the types the profiles
 	// bring (webhook.test, open.ping…). They are registered at Open; a
@@ -129,6 +145,9 @@ func (c Config) withDefaults() Config {
 	c.Database = cmp.Or(c.Database, DefaultDatabase)
 	c.DefaultProfile = cmp.Or(c.DefaultProfile, DefaultProfile)
 	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.SlowWorkers = cmp.Or(c.SlowWorkers, c.Workers)
+	c.OwnerShare = cmp.Or(c.OwnerShare, DefaultOwnerShare)
+	c.SlowAfter = cmp.Or(c.SlowAfter, DefaultSlowAfter)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, DefaultHTTPTimeout)
 	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
 	c.LeaseFor = cmp.Or(c.LeaseFor, DefaultLeaseFor)
@@ -164,6 +183,7 @@ func (c Config) Validate() error {
 		{"LeaseFor", "--lease-for", c.LeaseFor},
 		{"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter},
 		{"BusySnooze", "", c.BusySnooze},
+		{"SlowAfter", "--slow-after", c.SlowAfter},
 		{"Retention", "", c.Retention},
 		{"FetchCooldown", "", c.FetchCooldown},
 		{"FetchPollInterval", "", c.FetchPollInterval},
@@ -174,6 +194,12 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < 0 {
 		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for %d", label("Workers", "--workers"), c.Workers, DefaultWorkers)
+	}
+	if c.SlowWorkers < 0 {
+		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for Workers (%d)", label("SlowWorkers", "--slow-workers"), c.SlowWorkers, c.Workers)
+	}
+	if c.OwnerShare < 0 || c.OwnerShare > 1 {
+		return fmt.Errorf("%s %g is out of range; use a part of the workers above 0 and at most 1 (1: no cap), or 0 for %g", label("OwnerShare", "--owner-share"), c.OwnerShare, DefaultOwnerShare)
 	}
 	if c.DrainMax < 0 {
 		return fmt.Errorf("DrainMax %d is negative; use at least 1, or 0 for %d", c.DrainMax, DefaultDrainMax)

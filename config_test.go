@@ -32,6 +32,10 @@ func TestConfigValidate(t *testing.T) {
 		{"short nest ok", hookd.Config{MasterKey: key, HTTPTimeout: time.Second, JobTimeout: 2 * time.Second, LeaseFor: 3 * time.Second, RescueStuckJobsAfter: 3 * time.Second}, ""},
 		{"negative", hookd.Config{MasterKey: key, BusySnooze: -time.Second}, "BusySnooze -1s is negative"},
 		{"negative workers", hookd.Config{MasterKey: key, Workers: -1}, "Workers (--workers) -1 is negative"},
+		{"negative slow workers", hookd.Config{MasterKey: key, SlowWorkers: -1}, "SlowWorkers (--slow-workers) -1 is negative"},
+		{"owner share over 1", hookd.Config{MasterKey: key, OwnerShare: 1.5}, "OwnerShare (--owner-share) 1.5 is out of range"},
+		{"negative owner share", hookd.Config{MasterKey: key, OwnerShare: -0.5}, "OwnerShare (--owner-share) -0.5 is out of range"},
+		{"negative slow after", hookd.Config{MasterKey: key, SlowAfter: -time.Second}, "SlowAfter (--slow-after) -1s is negative"},
 		{"unknown profile", hookd.Config{MasterKey: key, DefaultProfile: "svix"}, "DefaultProfile (--default-profile)"},
 		{"bad type", hookd.Config{MasterKey: key, EventTypes: []hookd.EventType{{Name: "Order Created"}}}, `event type "Order Created" is not valid`},
 	}

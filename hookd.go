@@ -157,12 +157,15 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
+		Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, OwnerShare: cfg.OwnerShare, SlowAfter: cfg.SlowAfter,
 		Metrics: m, Tracer: tracer(cfg.TracerProvider),
 	})
 	if err := registerCatalog(ctx, db, deliverySvc, profiles, cfg); err != nil {
 		return nil, err
 	}
-	if err := m.Register(&metrics.DBCollector{DB: db, Queues: []string{delivery.QueueFanout, delivery.QueueDeliver}, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
+	lanes := []string{delivery.QueueDeliver, delivery.QueueDeliverSlow}
+	if err := m.Register(&metrics.DBCollector{DB: db, Queues: append([]string{delivery.QueueFanout}, lanes...), Lanes: lanes,
+		InFlight: func() map[string]int { _, n := deliverySvc.InFlight(0); return n }, Now: cfg.Now, Timeout: 3 * time.Second, Log: cfg.Log}); err != nil {
 		return nil, err
 	}
 	queue, err := db.NewRiver(riverConfig(cfg, deliverySvc, db.Backend))

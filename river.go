@@ -16,9 +16,9 @@ import (
 // AddWorkers adds hookd's jobs to rc, the config of your own River client
 // on the same database (and schema) as hookd: the workers of its job kinds
 // (webhook.fanout, webhook.deliver, and webhook.prune for retention), their
-// queues "fanout" and "deliver" sized by Config.Workers (a queue of that
-// name already in rc is left as you set it), and the hourly prune as a
-// periodic job. Then build the client with river.NewClient and hand it to
+// queues "fanout", "deliver" and "deliver_slow" sized by Config.Workers
+// and Config.SlowWorkers (a queue of that name already in rc is left as
+// you set it), and the hourly prune as a periodic job. Then build the client with river.NewClient and hand it to
 // UseRiver.
 //
 // Leave Config.Work false: your client runs the workers, hookd's never
@@ -40,7 +40,7 @@ func (h *Hookd) AddWorkers(rc *river.Config) error {
 	if rc.Queues == nil {
 		rc.Queues = map[string]river.QueueConfig{}
 	}
-	for name, qc := range hookdQueues(h.cfg.Workers) {
+	for name, qc := range hookdQueues(h.cfg) {
 		if _, ok := rc.Queues[name]; !ok {
 			rc.Queues[name] = qc
 		}
@@ -67,10 +67,13 @@ func (h *Hookd) UseRiver(client any) error {
 	return nil
 }
 
-func hookdQueues(workers int) map[string]river.QueueConfig {
+// hookdQueues are hookd's River queues: the fanout's, and the two
+// delivery lanes (docs/design.md, "Isolation").
+func hookdQueues(cfg Config) map[string]river.QueueConfig {
 	return map[string]river.QueueConfig{
-		delivery.QueueFanout:  {MaxWorkers: max(4, workers/10)},
-		delivery.QueueDeliver: {MaxWorkers: workers},
+		delivery.QueueFanout:      {MaxWorkers: max(4, cfg.Workers/10)},
+		delivery.QueueDeliver:     {MaxWorkers: cfg.Workers},
+		delivery.QueueDeliverSlow: {MaxWorkers: cfg.SlowWorkers},
 	}
 }
 
@@ -120,7 +123,7 @@ func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Backen
 	}
 	rc.Workers = river.NewWorkers()
 	deliverySvc.Register(rc.Workers)
-	rc.Queues = hookdQueues(cfg.Workers)
+	rc.Queues = hookdQueues(cfg)
 	rc.PeriodicJobs = deliverySvc.PeriodicJobs()
 	return rc
 }

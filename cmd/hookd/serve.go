@@ -71,7 +71,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
-	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process")
+	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
+	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
+	ownerShare := fs.Float64("owner-share", hookd.DefaultOwnerShare, "the part of each lane's workers one owner may hold; its other deliveries wait, spending no attempt (1: no cap)")
+	slowAfter := fs.Duration("slow-after", hookd.DefaultSlowAfter, "an endpoint whose attempt took this long (a timeout included) gets its deliveries in the slow lane, until one answers faster")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
 	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")
 	leaseFor := fs.Duration("lease-for", hookd.DefaultLeaseFor, "how long a dead process's endpoint lease blocks others (> the job timeout)")
@@ -107,7 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		cfg.Catalogs = strings.Split(*catalog, ",")
 	}
 	cfg.Work = *role != "api"
-	cfg.Workers = *workers
+	cfg.Workers, cfg.SlowWorkers, cfg.OwnerShare, cfg.SlowAfter = *workers, *slowWorkers, *ownerShare, *slowAfter
 	cfg.RescueStuckJobsAfter = *rescue
 	cfg.DefaultProfile = *profileName
 	cfg.MetricsOwnerLabels = *ownerLabels

@@ -43,6 +43,11 @@ type Options struct {
 	Rate float64
 	// Profile of every owner: standard (default) or kwork.
 	Profile string
+	// Noisy adds another owner with this many endpoints on a receiver that
+	// never answers, and NoisyEvents (default 10) events published to
+	// them just before the measured run (noisy.go): the run then measures
+	// the plan's owners beside an outage.
+	Noisy, NoisyEvents int
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
@@ -132,6 +137,9 @@ func (o *Options) defaults() {
 			o.Generator = GeneratorLoop
 		}
 	}
+	if o.Noisy > 0 && o.NoisyEvents == 0 {
+		o.NoisyEvents = 10
+	}
 	if o.StallTimeout == 0 {
 		o.StallTimeout = 30 * time.Second
 	}
@@ -157,6 +165,10 @@ func (o *Options) Validate() error {
 		return errors.New("events, endpoints and owners must be at least 1")
 	case o.Owners > o.Endpoints && !o.PublishOnly:
 		return fmt.Errorf("%d owners for %d endpoints: every owner needs an endpoint", o.Owners, o.Endpoints)
+	case o.Noisy < 0 || o.NoisyEvents < 0 || o.NoisyEvents > 1000:
+		return errors.New("noisy endpoints must not be negative, and noisy events must be between 0 and 1000 (one batch)")
+	case o.Noisy > 0 && o.PublishOnly:
+		return errors.New("the noisy scenario needs deliveries: drop --publish-only")
 	case o.Rate < 0:
 		return errors.New("rate must not be negative")
 	case o.Profile != ProfileStandard && o.Profile != ProfileKwork:
@@ -223,6 +235,14 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err := setupEndpoints(ctx, api, plan, rcv); err != nil {
 		return res, err
 	}
+	var dead *deadReceiver
+	if opts.Noisy > 0 {
+		step("noisy: %d dead endpoints of another owner, %d events to them", opts.Noisy, opts.NoisyEvents)
+		if dead, err = startNoisy(ctx, api, plan, opts); err != nil {
+			return res, err
+		}
+		defer dead.close()
+	}
 	step("ready in %v; publishing %d events (%s) for %d deliveries", time.Since(began).Round(time.Millisecond), opts.Events, res.Mode(), plan.expected)
 
 	if opts.CPUProfile != nil {
@@ -261,5 +281,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	res.PeakRSS, res.RSSScope = srv.peakRSS()
 	rcv.fill(&res)
+	if dead != nil {
+		res.NoisyAttempts, res.NoisyHanging = dead.requests.Load(), dead.hanging.Load()
+	}
 	return res, nil
 }

@@ -15,12 +15,15 @@ type plan struct {
 	// expected is how many (event, endpoint) pairs must arrive;
 	// warmExpected how many of the warm-up's.
 	expected, warmExpected int
-	// keys[k] is owner k's API key (set by startHookd).
-	keys []string
+	// keys[k] is owner k's API key (set by startHookd); noisyKey the
+	// noisy owner's (Options.Noisy).
+	keys     []string
+	noisyKey string
+	noisy    bool
 }
 
 func newPlan(o Options) *plan {
-	p := &plan{events: o.Events, warmup: o.Warmup, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners)}
+	p := &plan{events: o.Events, warmup: o.Warmup, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners), noisy: o.Noisy > 0}
 	for j := range o.Endpoints {
 		p.epsOf[j%o.Owners]++
 	}

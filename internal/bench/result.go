@@ -41,6 +41,9 @@ type Result struct {
 	RSSScope string
 	// Stalled: the wait ended before every pair arrived.
 	Stalled bool
+	// NoisyAttempts is how many requests the noisy owner's dead receiver
+	// got during the run, NoisyHanging how many hung at its end.
+	NoisyAttempts, NoisyHanging int64
 }
 
 // Percentiles of a latency distribution.
@@ -118,6 +121,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		line("scenario", "%d events over %d owners, no subscribers (publish only), %s profile", o.Events, o.Owners, o.Profile)
 	} else {
 		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
+	}
+	if o.Noisy > 0 {
+		line("noisy", "another owner: %d endpoints that never answer, %d events to them; %d attempts reached them, %d hanging at the end", o.Noisy, o.NoisyEvents, r.NoisyAttempts, r.NoisyHanging)
 	}
 	line("publishing", "%s", r.Mode())
 	switch o.Generator {

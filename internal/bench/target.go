@@ -74,7 +74,15 @@ func createOwners(ctx context.Context, h *hookd.Hookd, p *plan) error {
 		}
 		p.keys[k] = secret
 	}
-	return nil
+	if !p.noisy {
+		return nil
+	}
+	if err := h.CreateOwner(ctx, noisyOwner, "standard", nil); err != nil {
+		return fmt.Errorf("create the noisy owner: %w", err)
+	}
+	secret, err := h.CreateAPIKey(ctx, noisyOwner, "admin")
+	p.noisyKey = secret
+	return err
 }
 
 func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {

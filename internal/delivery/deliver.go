@@ -79,6 +79,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	ctx, span := s.startSpan(ctx, "hookd.deliver", job.Metadata, attribute.String("hookd.endpoint", endpointID),
 		attribute.String("hookd.event", eventID), attribute.Int("hookd.attempt", job.Attempt))
 	defer func() { endSpan(span, realError(err)) }()
+	lane := job.Queue
+	ownerID, known := s.shares.ownerOf(endpointID)
+	if known { // the owner's share first: a job over it costs no query
+		if !s.shares.take(lane, ownerID) {
+			return s.overShare(job)
+		}
+		defer s.shares.give(lane, ownerID)
+	}
 	now := s.now()
 	slot, ok, err := s.db.Q().TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 	if err != nil {
@@ -98,6 +106,16 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 		return ret
 	}
 	d, ep := a.Delivery, a.Endpoint
+	if !known {
+		s.shares.remember(endpointID, ep.OwnerID)
+		if !s.shares.take(lane, ep.OwnerID) {
+			return s.overShare(job)
+		}
+		defer s.shares.give(lane, ep.OwnerID)
+	}
+	if right := laneOf(ep); right != lane && isLane(lane) {
+		return s.wrongLane(ctx, job, right)
+	}
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
 	if done, ret := s.mayGo(ctx, d, ep, exclusive, now); done {
 		return ret

@@ -228,7 +228,10 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 	if out.Verdict == Complete {
 		r.rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: r.holder}, d.JobID)
 		s.observe(d, a.Event, p.Name(), one, metrics.Delivered)
-		return true, false, false
+		// The receiver became slow: its deliveries move to the slow lane,
+		// and this drain, which may be holding a healthy lane's worker,
+		// leaves them there.
+		return true, s.moveLane(ctx, r.ep, took, s.now()) == QueueDeliverSlow, false
 	}
 	// The endpoint stopped answering 2xx: settle this one now (it moves the
 	// endpoint's health) and leave the rest to their jobs. On an ordered

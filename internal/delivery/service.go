@@ -98,6 +98,16 @@ type Config struct {
 	// rate-limited endpoint (default 1 s, at least one interval); a
 	// delivery whose turn is further out snoozes.
 	RateAhead time.Duration
+	// Workers and SlowWorkers are this process's River workers of the
+	// two delivery lanes (QueueDeliver, QueueDeliverSlow): one owner holds
+	// at most OwnerShare of each (lane.go). 0: no cap in that lane.
+	Workers, SlowWorkers int
+	// OwnerShare is the part of a lane's workers one owner may hold
+	// (default DefaultOwnerShare; 1 or more: no cap).
+	OwnerShare float64
+	// SlowAfter is how long an attempt may take before its endpoint's
+	// deliveries move to the slow lane (default DefaultSlowAfter).
+	SlowAfter time.Duration
 	// UserAgent is sent with every delivery.
 	UserAgent string
 	// GroupMax is the most single publishes one group commit carries
@@ -127,6 +137,8 @@ type Service struct {
 	lastRules lastRules
 	// fanoutGates run one fanout of an owner at a time (fanoutgate.go).
 	fanoutGates fanoutGates
+	// shares count each owner's deliveries in flight per lane (lane.go).
+	shares *shares
 }
 
 // Hooks stop the delivery service at its hand-over windows, so tests can force the
@@ -240,7 +252,14 @@ func New(cfg Config) *Service {
 	if cfg.GroupMax <= 0 {
 		cfg.GroupMax = DefaultGroupMax
 	}
-	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now}
+	if cfg.OwnerShare == 0 {
+		cfg.OwnerShare = DefaultOwnerShare
+	}
+	if cfg.SlowAfter == 0 {
+		cfg.SlowAfter = DefaultSlowAfter
+	}
+	s := &Service{cfg: cfg, db: cfg.DB, log: cfg.Log, now: cfg.Now,
+		shares: newShares(map[string]int{QueueDeliver: cfg.Workers, QueueDeliverSlow: cfg.SlowWorkers}, cfg.OwnerShare)}
 	s.rec = &recorder{s: s}
 	s.group = newPublishGroup(s)
 	return s
@@ -263,7 +282,8 @@ func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 	}
 }
 
-// Queues are the River queues the delivery service uses.
+// Queues are the River queues the delivery service uses: the fanout's,
+// and the two delivery lanes (QueueDeliverSlow, lane.go).
 const (
 	QueueFanout  = "fanout"
 	QueueDeliver = "deliver"

@@ -55,6 +55,7 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 			return settled{}, fmt.Errorf("settle delivery %s: %w", d.ID, err)
 		}
 		s.observe(d, ev, p.Name(), a, outcome)
+		s.moveLane(ctx, ep, a.took, now)
 		return settled{}, nil
 	}
 	var moved []transition
@@ -76,6 +77,9 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	s.observe(d, ev, p.Name(), a, outcome)
 	for _, t := range moved {
 		s.logTransition(ep, t)
+	}
+	if out.Verdict != Snooze { // a Retry-After says nothing of how long the receiver takes
+		s.moveLane(ctx, ep, a.took, now)
 	}
 	return res, nil
 }

@@ -24,6 +24,11 @@ type Endpoint struct {
 	Enabled        bool       `json:"enabled"`
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	// SlowSince is when the endpoint's attempts began to take the slow
+	// lane's threshold or longer (nil: they answer faster); its
+	// deliveries then run in the slow lane. Read with an attempt
+	// (store.LoadAttempt) only.
+	SlowSince *time.Time `json:"-"`
 	// MaxInFlight bounds concurrent deliveries to this endpoint. The
 	// standard profile always uses 1 (the lease); kwork defaults to 8.
 	MaxInFlight int `json:"max_in_flight"`

@@ -23,6 +23,12 @@ type DBCollector struct {
 	Now     func() time.Time
 	Timeout time.Duration
 	Log     *slog.Logger
+	// Lanes are the delivery lanes (River queues) whose oldest due
+	// delivery is reported, always, even when nothing is due.
+	Lanes []string
+	// InFlight, when set, gives this process's deliveries in flight by
+	// lane (the delivery service's count; no query).
+	InFlight func() map[string]int
 }
 
 var (
@@ -30,12 +36,14 @@ var (
 	descOldestDue = prometheus.NewDesc("hookd_oldest_due_delivery_age_seconds", "How long the oldest pending delivery that is due has been due (0: none due).", nil, nil)
 	descEndpoints = prometheus.NewDesc("hookd_endpoints", "Endpoints by state: healthy, failing (not answering 2xx, not yet disabled) or disabled.", []string{"state"}, nil)
 	descRiverJobs = prometheus.NewDesc("hookd_river_jobs", "River jobs by queue and state (River's queue depth).", []string{"queue", "state"}, nil)
+	descLaneDue   = prometheus.NewDesc("hookd_lane_oldest_due_delivery_age_seconds", "How long the oldest due delivery whose job waits in each lane (River queue deliver or deliver_slow) has been due (0: none due).", []string{"lane"}, nil)
+	descInFlight  = prometheus.NewDesc("hookd_lane_in_flight", "Deliver jobs in flight in this process, by lane.", []string{"lane"}, nil)
 	descStatsUp   = prometheus.NewDesc("hookd_stats_up", "1 if the database answered this scrape's queries, 0 if not (the gauges above are then missing).", nil, nil)
 )
 
 // Describe sends the descriptions of the gauges Collect reports.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPending, descOldestDue, descEndpoints, descRiverJobs, descStatsUp} {
+	for _, d := range []*prometheus.Desc{descPending, descOldestDue, descEndpoints, descRiverJobs, descLaneDue, descInFlight, descStatsUp} {
 		ch <- d
 	}
 }
@@ -45,6 +53,11 @@ func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
+	if c.InFlight != nil {
+		for lane, n := range c.InFlight() {
+			ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(n), lane)
+		}
+	}
 	now := c.Now()
 	s, err := c.DB.ReadStats(ctx, now.UnixMicro())
 	if err != nil {
@@ -59,6 +72,13 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		age = max(0, now.Sub(time.UnixMicro(s.OldestDueAt)).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(descOldestDue, prometheus.GaugeValue, age)
+	for _, lane := range c.Lanes {
+		age := 0.0
+		if at, ok := s.OldestDueByQueue[lane]; ok {
+			age = max(0, now.Sub(time.UnixMicro(at)).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(descLaneDue, prometheus.GaugeValue, age, lane)
+	}
 	for state, n := range s.EndpointState {
 		ch <- prometheus.MustNewConstMetric(descEndpoints, prometheus.GaugeValue, float64(n), state)
 	}

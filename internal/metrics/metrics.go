@@ -56,6 +56,8 @@ type Metrics struct {
 	attempt    *prometheus.HistogramVec
 	latency    *prometheus.HistogramVec
 	leaseBusy  prometheus.Counter
+	overShare  *prometheus.CounterVec
+	laneMoved  *prometheus.CounterVec
 	groups     [numGroupPaths]prometheus.Counter
 	groupSize  prometheus.Observer
 
@@ -102,6 +104,14 @@ func New(cfg Config) *Metrics {
 		Name: "hookd_lease_busy_total",
 		Help: "Deliver jobs that met their endpoint's lease held by another and snoozed.",
 	})
+	m.overShare = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_owner_share_snoozes_total",
+		Help: "Deliver jobs that snoozed because their owner held its share of the lane's workers, by lane.",
+	}, []string{"lane"})
+	m.laneMoved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_lane_moves_total",
+		Help: "Deliver jobs moved to a lane (deliver or deliver_slow) because their endpoint's attempts became slow or fast again.",
+	}, []string{"lane"})
 	groups := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookd_publish_groups_total",
 		Help: "Group commits of single publishes, by path: one_round_trip, missed (tried one round trip, then the usual way) or usual.",
@@ -115,7 +125,7 @@ func New(cfg Config) *Metrics {
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100},
 	})
 	m.groupSize = groupSize
-	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy, groups, groupSize)
+	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy, m.overShare, m.laneMoved, groups, groupSize)
 	if cfg.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

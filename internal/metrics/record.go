@@ -56,6 +56,23 @@ func (m *Metrics) LeaseBusy() {
 	m.leaseBusy.Inc()
 }
 
+// OverShare counts a deliver job that snoozed because its owner held its
+// share of the lane.
+func (m *Metrics) OverShare(lane string) {
+	if m == nil {
+		return
+	}
+	m.overShare.WithLabelValues(lane).Inc()
+}
+
+// LaneMoved counts n deliver jobs moved to lane.
+func (m *Metrics) LaneMoved(lane string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.laneMoved.WithLabelValues(lane).Add(float64(n))
+}
+
 // GroupPath is the value of hookd_publish_groups_total's path label: how a
 // group commit of single publishes wrote.
 type GroupPath int

@@ -45,6 +45,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)
+		s.ops = append(s.ops, s.inFlightOps()...)
 		s.ops = append(s.ops, s.apiKeyOps()...)
 		s.ops = append(s.ops, s.activityOps()...)
 		s.ops = append(s.ops, s.deliveryOps()...)
