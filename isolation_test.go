@@ -57,7 +57,11 @@ func newHangingReceiver(t *testing.T) *hangingReceiver {
 		hr.mu.Unlock()
 		n := hr.hanging.Add(1)
 		defer hr.hanging.Add(-1)
-		for m := hr.most.Load(); n > m && !hr.most.CompareAndSwap(m, n); m = hr.most.Load() {
+		for {
+			m := hr.most.Load()
+			if n <= m || hr.most.CompareAndSwap(m, n) {
+				break
+			}
 		}
 		select {
 		case <-r.Context().Done():
