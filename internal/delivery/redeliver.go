@@ -17,12 +17,41 @@ import (
 // owner fixed the receiver), each with a fresh attempt budget and the same
 // delivery id and event id. It returns how many it re-enqueued.
 func (s *Service) Redeliver(ctx context.Context, ep *endpoint.Endpoint, p profile.Profile) (int, error) {
+	return s.requeue(ctx, p, func(q *store.Q) ([]*endpoint.Delivery, error) {
+		return q.FailedDeliveries(ctx, ep.ID, requeueBatch)
+	}, (*store.Q).ResetDelivery, nil)
+}
+
+// Recover re-enqueues the deliveries of one endpoint in a window (its
+// receiver lost them: down for a day, a database restored), as Redeliver
+// does, in batches of requeueBatch, each its own transaction; done, when
+// set, hears the running total after each batch. It returns how many it
+// re-enqueued.
+func (s *Service) Recover(ctx context.Context, w store.RecoverWindow, p profile.Profile, done func(n int)) (int, error) {
+	return s.requeue(ctx, p, func(q *store.Q) ([]*endpoint.Delivery, error) {
+		ds, err := q.RecoverableDeliveries(ctx, w, requeueBatch)
+		if len(ds) > 0 {
+			w.After = ds[len(ds)-1].ID
+		}
+		return ds, err
+	}, (*store.Q).ResetDeliveryFrom, done)
+}
+
+// requeueBatch is how many deliveries one transaction of a redelivery or
+// a recovery re-enqueues.
+const requeueBatch = 500
+
+// requeue re-enqueues, a transaction a batch, the deliveries next reads
+// (a short batch is the last), each under a new job with a fresh attempt
+// budget, and counts them.
+func (s *Service) requeue(ctx context.Context, p profile.Profile, next func(q *store.Q) ([]*endpoint.Delivery, error),
+	reset func(q *store.Q, ctx context.Context, id string, jobID, now int64) error, done func(n int)) (int, error) {
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
 	total := 0
 	for {
 		n := 0
 		err := s.db.InTx(ctx, func(q *store.Q) error {
-			ds, err := q.FailedDeliveries(ctx, ep.ID, 500)
+			ds, err := next(q)
 			if err != nil || len(ds) == 0 {
 				return err
 			}
@@ -33,10 +62,10 @@ func (s *Service) Redeliver(ctx context.Context, ep *endpoint.Endpoint, p profil
 			}
 			res, err := q.InsertJobs(ctx, params)
 			if err != nil {
-				return fmt.Errorf("redeliver: %w", err)
+				return fmt.Errorf("re-enqueue: %w", err)
 			}
 			for i, d := range ds {
-				if err := q.ResetDelivery(ctx, d.ID, res[i].Job.ID, now.UnixMicro()); err != nil {
+				if err := reset(q, ctx, d.ID, res[i].Job.ID, now.UnixMicro()); err != nil {
 					return err
 				}
 			}
@@ -47,7 +76,10 @@ func (s *Service) Redeliver(ctx context.Context, ep *endpoint.Endpoint, p profil
 			return total, err
 		}
 		total += n
-		if n < 500 {
+		if done != nil {
+			done(total)
+		}
+		if n < requeueBatch {
 			return total, nil
 		}
 	}

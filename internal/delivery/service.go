@@ -270,6 +270,7 @@ func (s *Service) Register(workers *river.Workers) {
 	river.AddWorker(workers, &fanoutWorker{s: s})
 	river.AddWorker(workers, &deliverWorker{s: s})
 	river.AddWorker(workers, &pruneWorker{s: s})
+	river.AddWorker(workers, &recoverWorker{s: s})
 }
 
 // PeriodicJobs returns the delivery service's periodic jobs (retention), run by the

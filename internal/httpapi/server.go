@@ -44,6 +44,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", Health(s.DB.Backend))
 	mux.HandleFunc("GET /readyz", Readiness(s.Ready, s.Log))
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
+	mux.HandleFunc("GET /api/admin/webhooks/{id}/deliveries/export", s.export)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
 		mux.Handle("/{$}", s.Console)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookd/hookd/internal/delivery"
@@ -33,6 +34,8 @@ type Service struct {
 	Now            func() time.Time
 	Log            *slog.Logger
 	ops            []*Op
+	// recoverInline overrides RecoverInline (SetRecoverInline).
+	recoverInline atomic.Int64
 }
 
 // Ops returns every declared op, in a stable order.
@@ -46,6 +49,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.eventOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)
 		s.ops = append(s.ops, s.inFlightOps()...)
+		s.ops = append(s.ops, s.recoverOps()...)
 		s.ops = append(s.ops, s.apiKeyOps()...)
 		s.ops = append(s.ops, s.activityOps()...)
 		s.ops = append(s.ops, s.deliveryOps()...)

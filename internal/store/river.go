@@ -23,6 +23,8 @@ type Queue interface {
 	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
 	// JobRetry makes a scheduled or retryable job available now.
 	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	// JobUpdate sets a job's output (a running job reports its progress).
+	JobUpdate(ctx context.Context, id int64, params *river.JobUpdateParams) (*rivertype.JobRow, error)
 	// Stopped is closed once the client has fully stopped.
 	Stopped() <-chan struct{}
 	insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
@@ -214,3 +216,7 @@ func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
 	}
 	return nil
 }
+
+// Queue is the River client hookd inserts and reads its jobs with (nil
+// before NewRiver or UseRiver).
+func (db *DB) Queue() Queue { return db.queue }

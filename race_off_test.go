@@ -1,0 +1,5 @@
+//go:build !race
+
+package hookd_test
+
+const raceEnabled = false
