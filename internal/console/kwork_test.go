@@ -74,6 +74,14 @@ func TestKworkSubscriptions(t *testing.T) {
 			if strings.Contains(body, "x-kwork-signature") {
 				t.Error("kwork delivery page shows the signature")
 			}
+
+			// kwork has no overlap: after a rotation only the new secret
+			// signs, and the page says so.
+			p.open(epPath)
+			p.click(`form[action$="/rotate_secret"] button`)
+			if got := p.text("#rotation-note"); !strings.Contains(got, "no longer signs") || strings.Contains(got, "beside") {
+				t.Errorf("kwork rotation page says %q; want that the old secret no longer signs", got)
+			}
 		})
 	}
 }
