@@ -175,7 +175,10 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 			}
 			continue
 		}
-		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
+		switch {
+		case implicit && !ep.Developer:
+			continue // lifecycle events go to the developer subscription alone
+		case !implicit && !event.MatchAny(ep.EventTypes, ev.Type):
 			continue
 		}
 		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, view)
