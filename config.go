@@ -75,14 +75,22 @@ type Config struct {
 	SlowAfter time.Duration
 
 	// EventTypes are offered to every owner, beside the types the profiles
-	// bring (webhook.test, open.ping…). They are registered at Open; a
-	// shared type no longer declared is removed.
+	// bring (webhook.test, open.ping…). Open adds them to the shared
+	// catalog in the database; it never removes one, so a type no longer
+	// declared stays offered until `hookd catalog remove` removes it
+	// (every process on a database adds to one catalog: docs/scale-out.md).
 	EventTypes []EventType
 	// Catalogs names more shared event types: each a built-in catalog
 	// ("standmeet": a content platform's 39 types) or the path of a YAML or
 	// JSON file of {name, exposure, scoped, description} (what `hookd serve
-	// --catalog` takes).
+	// --catalog` takes). Added as EventTypes are.
 	Catalogs []string
+	// KeepCatalog opens hookd without adding anything to the shared
+	// catalog, not even the profiles' own types: a tool that only
+	// administers (hookd's apikey, owner and mcp commands) must not change
+	// what the servers on the database offer. It excludes Catalogs and
+	// EventTypes.
+	KeepCatalog bool
 	// Scope, when set, admits events of scoped types to endpoints attached
 	// to a grant (their grant_id) instead of hookd's grants store (nil: the
 	// store, managed with the grants.* ops). Endpoints without a grant see
@@ -209,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := profile.Default().Get(c.DefaultProfile); err != nil {
 		return fmt.Errorf("%s: %w", label("DefaultProfile", "--default-profile"), err)
+	}
+	if c.KeepCatalog && (len(c.Catalogs) > 0 || len(c.EventTypes) > 0) {
+		return fmt.Errorf("KeepCatalog opens without adding event types, but Catalogs or EventTypes name some: set one or the other")
 	}
 	for i, t := range c.EventTypes {
 		if err := event.ValidateTypeName(t.Name); err != nil {

@@ -1,10 +1,11 @@
 package hookd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
@@ -43,12 +44,21 @@ func (t EventType) internal() event.Type {
 	return event.Type{Name: t.Name, Exposure: exp, Scoped: t.Scoped, Description: t.Description, Schema: t.Schema, Example: t.Example}
 }
 
-// registerCatalog makes the shared catalog exactly cfg's types (its
-// Catalogs, then its EventTypes: offered to every owner) plus each
-// profile's own types (offered to that profile's owners only), which win
-// over the others on a name: a profile's test event stays its own. Types a
-// previous start shared and this one does not are removed.
+// registerCatalog adds cfg's types (its Catalogs, then its EventTypes:
+// offered to every owner) and hookd's built-in ones (the failure
+// notifications; each profile's own types, offered to that profile's
+// owners only, which win over the others on a name: a profile's test
+// event stays its own) to the shared catalog in the database. It never
+// removes a type: the catalog is database state that every start adds
+// to, so processes started with different catalogs offer the union, and
+// only `hookd catalog remove` takes a type away (docs/scale-out.md). A
+// type stored with another definition is rewritten (the latest start's
+// wins) and named in a warning; one stored as it is declared is not
+// written at all. With cfg.KeepCatalog nothing is added.
 func registerCatalog(ctx context.Context, db *store.DB, deliverySvc *delivery.Service, profiles *profile.Registry, cfg Config) error {
+	if cfg.KeepCatalog {
+		return nil
+	}
 	extra, err := event.LoadCatalogs(cfg.Catalogs)
 	if err != nil {
 		return err
@@ -56,12 +66,11 @@ func registerCatalog(ctx context.Context, db *store.DB, deliverySvc *delivery.Se
 	for _, t := range cfg.EventTypes {
 		extra = append(extra, t.internal())
 	}
-	// The failure notifications are offered to every owner.
-	extra = append(extra, delivery.NotificationTypes...)
 	byName := map[string]event.Type{}
 	schemas := map[string]*event.Schema{}
 	var names []string
-	put := func(t event.Type, prof string, now time.Time) error {
+	now := cfg.Now().UTC()
+	for _, t := range append(extra, delivery.BuiltinTypes(profiles)...) {
 		if err := event.ValidateTypeName(t.Name); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
@@ -77,37 +86,55 @@ func registerCatalog(ctx context.Context, db *store.DB, deliverySvc *delivery.Se
 		if _, seen := byName[t.Name]; !seen {
 			names = append(names, t.Name)
 		}
-		t.OwnerID, t.Exposure, t.Profile, t.CreatedAt = "", exp, prof, now.UTC()
+		t.OwnerID, t.Exposure, t.CreatedAt = "", exp, now
 		byName[t.Name] = t
-		return nil
 	}
-	now := cfg.Now()
-	for _, t := range extra {
-		if err := put(t, "", now); err != nil {
+	var added, changed []string
+	err = db.InTx(ctx, func(q *store.Q) error {
+		added, changed = nil, nil
+		stored, err := q.SharedEventTypes(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	for _, p := range profiles.All() {
-		for _, t := range p.Catalog() {
-			if err := put(t, p.Name(), now); err != nil {
-				return err
-			}
+		have := make(map[string]*event.Type, len(stored))
+		for _, t := range stored {
+			have[t.Name] = t
 		}
-	}
-	err = db.InTx(ctx, func(q *store.Q) error {
 		for _, n := range names {
 			t := byName[n]
+			old, ok := have[n]
+			if ok && sameDefinition(old, &t) {
+				continue
+			}
 			if err := q.PutEventType(ctx, &t); err != nil {
 				return fmt.Errorf("register event type %s: %w", n, err)
 			}
+			if ok {
+				changed = append(changed, n)
+			} else {
+				added = append(added, n)
+			}
 		}
-		return q.KeepSharedEventTypes(ctx, names)
+		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if len(added) > 0 {
+		cfg.Log.Info("catalog: shared event types added", "count", len(added))
+	}
+	if len(changed) > 0 {
+		cfg.Log.Warn("catalog: shared event types stored with another definition were rewritten with this start's (check that every process runs the same catalogs)", "types", strings.Join(changed, ","))
 	}
 	for hash, sch := range schemas {
 		deliverySvc.KeepSchema(hash, sch)
 	}
 	return nil
+}
+
+// sameDefinition reports whether two shared types say the same: what an
+// owner is offered and what a publish checks.
+func sameDefinition(a, b *event.Type) bool {
+	return a.Exposure == b.Exposure && a.Scoped == b.Scoped && a.Profile == b.Profile && a.Description == b.Description &&
+		a.SchemaHash == b.SchemaHash && bytes.Equal(a.Example, b.Example)
 }

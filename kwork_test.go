@@ -6,7 +6,9 @@ package hookd_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +28,7 @@ func TestKworkSeedReceiverAcceptsEveryDelivery(t *testing.T) {
 		seed := newSeedReceiver(t)
 		shop.registerType("order.paid")
 		shop.registerType("order.refunded")
-		ep := shop.subscribe(seed.URL+"/webhooks", []string{"order.*"}, nil)
+		ep := shop.subscribe(seed.URL+"/webhooks", []string{"order.*"}, map[string]any{"developer": true})
 		seed.setSecret(ep.Secret)
 
 		type sent struct{ id, typ, tenant, data string }
@@ -103,8 +105,12 @@ var lifecycle = []struct{ typ, data string }{
 	{"app.uninstalled", `{}`},
 }
 
-// TestKworkLifecycleRouting: lifecycle events reach every subscription of
-// the app without being listed; app.scopes_changed only an integration app's.
+// TestKworkLifecycleRouting: lifecycle events reach the app's developer
+// subscription without being listed, and no other subscription of the app,
+// not even one that lists them (kwork: "sent automatically to the app's
+// dedicated developer subscription"); app.scopes_changed only an
+// integration app's. An app has one developer subscription, and a standard
+// endpoint cannot be one.
 func TestKworkLifecycleRouting(t *testing.T) {
 	t.Parallel()
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
@@ -121,8 +127,13 @@ func TestKworkLifecycleRouting(t *testing.T) {
 			o.registerType("order.paid")
 			o.registerType("order.shipped")
 			empty, unrelated := newReceiver(t), newReceiver(t)
-			epEmpty := o.subscribe(empty.URL, nil, nil)
+			epEmpty := o.subscribe(empty.URL, nil, map[string]any{"developer": true})
 			epUnrelated := o.subscribe(unrelated.URL, []string{"order.paid"}, nil)
+			epLists := o.subscribe(unrelated.URL+"/lists", []string{"app.*"}, nil)
+			var conflict map[string]any
+			if st := o.do("POST", "/api/admin/webhooks", map[string]any{"url": unrelated.URL, "event_types": []string{}, "developer": true}, &conflict); st != 409 || !strings.Contains(fmt.Sprint(conflict), epEmpty.ID) {
+				t.Fatalf("a second developer subscription: %d %v; want 409 naming %s", st, conflict, epEmpty.ID)
+			}
 			// A type that is neither listed nor lifecycle reaches neither.
 			shipped := o.publishFor("order.shipped", "acme_corp", `{}`)
 			o.fanoutNow(shipped)
@@ -130,10 +141,12 @@ func TestKworkLifecycleRouting(t *testing.T) {
 			for _, e := range lifecycle {
 				id := o.publishFor(e.typ, "acme_corp", e.data)
 				o.fanoutNow(id)
-				for _, ep := range []string{epEmpty.ID, epUnrelated.ID} {
-					d := o.deliveryOf(ep, id)
-					if app.gets[e.typ] != (d != nil) {
-						t.Fatalf("%s (%s app): %s reached subscription %s: %v, want %v", app.id, app.attrs["app_kind"], e.typ, ep, d != nil, app.gets[e.typ])
+				if d := o.deliveryOf(epEmpty.ID, id); app.gets[e.typ] != (d != nil) {
+					t.Fatalf("%s (%s app): %s reached the developer subscription: %v, want %v", app.id, app.attrs["app_kind"], e.typ, d != nil, app.gets[e.typ])
+				}
+				for _, ep := range []string{epUnrelated.ID, epLists.ID} {
+					if d := o.deliveryOf(ep, id); d != nil {
+						t.Fatalf("%s: %s reached subscription %s, which is not the developer subscription", app.id, e.typ, ep)
 					}
 				}
 				if app.gets[e.typ] {
@@ -145,7 +158,10 @@ func TestKworkLifecycleRouting(t *testing.T) {
 					t.Fatalf("order.shipped reached subscription %s", ep)
 				}
 			}
-			for rc, secret := range map[*receiver]string{empty: epEmpty.Secret, unrelated: epUnrelated.Secret} {
+			if n := len(unrelated.receipts()); n != 0 {
+				t.Fatalf("%s: %d requests to subscriptions other than the developer one", app.id, n)
+			}
+			for rc, secret := range map[*receiver]string{empty: epEmpty.Secret} {
 				var got []string
 				for _, r := range rc.waitFor(t, len(want), wait) {
 					env := checkKwork(t, secret, r)
@@ -162,6 +178,10 @@ func TestKworkLifecycleRouting(t *testing.T) {
 				}
 			}
 		}
+		var refused map[string]any
+		if st := b.do("POST", "/api/admin/webhooks", map[string]any{"url": "https://example.com/", "event_types": []string{"*"}, "developer": true}, &refused); st != 422 || !strings.Contains(fmt.Sprint(refused), "developer") {
+			t.Fatalf("a standard developer endpoint: %d %v; want 422 naming developer", st, refused)
+		}
 	})
 }
 
@@ -176,7 +196,7 @@ func TestKworkPageAppNeverGetsScopesChanged(t *testing.T) {
 		rc := newReceiver(t)
 		var eps []endpointOut
 		for _, globs := range [][]string{{"app.scopes_changed"}, {"app.*"}, {"*"}} {
-			eps = append(eps, pages.subscribe(rc.URL+"/"+globs[0], globs, nil))
+			eps = append(eps, pages.subscribe(rc.URL+"/"+globs[0], globs, map[string]any{"developer": globs[0] == "*"}))
 		}
 		id := pages.publishFor("app.scopes_changed", "acme_corp", lifecycle[2].data)
 		pages.fanoutNow(id)

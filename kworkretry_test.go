@@ -5,6 +5,7 @@ package hookd_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 )
 
@@ -144,6 +146,71 @@ func TestKworkTimeoutRetries(t *testing.T) {
 			t.Fatalf("delivered %+v", d)
 		}
 	})
+}
+
+// TestKworkRetryBodyFixed: an operator changes the owner's app,
+// environment and api_version while a delivery waits for its retry; the
+// retry sends the first attempt's bytes (kwork: the body does not change
+// on retry; apiVersion is the version that produced the event), and the
+// delivery's record shows that envelope. An event published after the
+// change carries the new attributes.
+func TestKworkRetryBodyFixed(t *testing.T) {
+	t.Parallel()
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
+		shop := b.kworkOwner("shop", shopApp)
+		rc := newReceiver(t)
+		rc.setRespond(status(500))
+		shop.registerType("order.paid")
+		ep := shop.subscribe(rc.URL, []string{"order.paid"}, nil)
+		id := shop.publishFor("order.paid", "acme_corp", `{"order":"o_1"}`)
+		first := rc.waitFor(t, 1, wait)[0]
+		d := shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.Attempts == 1 })
+
+		op, err := b.h.Ops.CreateKey(context.Background(), "", owner.Operator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		operator := *b
+		operator.key = op.Secret
+		changed := map[string]string{"app": "shop-sync-v2", "environment": "test", "app_kind": "integration", "api_version": "2027-01-01"}
+		operator.must(200, "PATCH", "/api/admin/owners/shop", map[string]any{"attributes": changed}, nil)
+
+		rc.setRespond(status(200))
+		b.waitJob(d.JobID, waitingRetry)
+		b.retryNow(d.JobID)
+		second := rc.waitFor(t, 2, wait)[1]
+		shop.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+		if !bytes.Equal(second.Body, first.Body) {
+			t.Fatalf("the retry after the owner changed sent\n%s\nwhere the first attempt sent\n%s", second.Body, first.Body)
+		}
+		env := checkKwork(t, ep.Secret, second)
+		if env.App != shopApp["app"] || env.Environment != shopApp["environment"] || env.APIVersion != shopApp["api_version"] {
+			t.Fatalf("retry envelope %+v, want the attributes the event was published under", env)
+		}
+		var detail struct {
+			Envelope json.RawMessage `json:"envelope"`
+		}
+		shop.must(200, "GET", "/api/admin/webhooks/"+ep.ID+"/deliveries/"+d.ID, nil, &detail)
+		if !bytes.Equal(compactJSON(t, detail.Envelope), compactJSON(t, first.Body)) {
+			t.Fatalf("the delivery's record shows\n%s\nwhere hookd sent\n%s", detail.Envelope, first.Body)
+		}
+
+		later := shop.publishFor("order.paid", "acme_corp", `{"order":"o_2"}`)
+		env = checkKwork(t, ep.Secret, rc.waitFor(t, 3, wait)[2])
+		if env.ID != later || env.App != changed["app"] || env.Environment != changed["environment"] || env.APIVersion != changed["api_version"] {
+			t.Fatalf("an event published after the change: %+v, want the new attributes", env)
+		}
+	})
+}
+
+func compactJSON(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return out.Bytes()
 }
 
 // TestKworkParallelDeliveries: deliveries to one kwork subscription run in

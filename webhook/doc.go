@@ -7,7 +7,8 @@
 // Standard Webhooks (https://www.standardwebhooks.com), the "standard"
 // profile. Each request carries
 //
-//	webhook-id:        msg_... (identical on every retry: deduplicate on it)
+//	webhook-id:        evt_... (the event's id: identical on every retry and
+//	                   for every endpoint of one event; deduplicate on it)
 //	webhook-timestamp: Unix seconds of this attempt
 //	webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>
 //

@@ -22,6 +22,7 @@ func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, erro
 	if err != nil {
 		return nil, err
 	}
+	cfg.KeepCatalog = true // an admin command never changes what the servers offer
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ var commands = []struct {
 	{[]string{"apikey", "revoke"}, "usage"},
 	{[]string{"owner"}, "usage"},
 	{[]string{"owner", "create"}, "usage"},
+	{[]string{"catalog"}, "usage"},
+	{[]string{"catalog", "list"}, "runs"},
+	{[]string{"catalog", "remove"}, "usage"},
 	{[]string{"listen"}, "usage"},
 	{[]string{"verify"}, "usage"},
 	{[]string{"mcp"}, "runs"},
@@ -71,7 +74,7 @@ func TestCommandLineConvention(t *testing.T) {
 			t.Fatalf("hookd %s -h created %v: help must come before opening anything", name, files)
 		}
 		code, stdout, stderr := runIn(append(append([]string{}, c.args...), "--no-such-flag"))
-		if c.args[0] == "apikey" && len(c.args) == 1 || c.args[0] == "owner" && len(c.args) == 1 {
+		if len(c.args) == 1 && (c.args[0] == "apikey" || c.args[0] == "owner" || c.args[0] == "catalog") {
 			// A group takes a subcommand first: the flag is an unknown subcommand.
 			if code != 2 || stdout != "" || !strings.Contains(stderr, `unknown subcommand "--no-such-flag"`) || !strings.Contains(stderr, synopsis) {
 				t.Errorf("hookd %s --no-such-flag: exit %d, stdout %q, stderr %q; want 2, the subcommands on stderr", name, code, stdout, stderr)

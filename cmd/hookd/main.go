@@ -4,6 +4,7 @@
 //	hookd migrate    apply database migrations
 //	hookd apikey     create, list or revoke API keys
 //	hookd owner      create owners
+//	hookd catalog    list the shared event types, or remove some
 //	hookd listen     a local receiver that verifies and prints deliveries
 //	hookd verify     verify one delivery from stdin
 //	hookd mcp        serve the ops as MCP tools over stdio
@@ -31,6 +32,7 @@ commands:
   migrate   apply hookd's and River's migrations (idempotent)
   apikey    create | list | revoke API keys
   owner     create owners
+  catalog   list | remove the shared event types every process offers
   listen    run a local receiver that verifies and prints deliveries
   verify    verify one delivery (body on stdin)
   mcp       serve every operation as an MCP tool over stdio
@@ -67,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = apikey(ctx, rest, stdout, stderr)
 	case "owner":
 		err = ownerCmd(ctx, rest, stdout, stderr)
+	case "catalog":
+		err = catalogCmd(ctx, rest, stdout, stderr)
 	case "listen":
 		err = receiver.Listen(ctx, rest, stdout, stderr)
 	case "mcp":

@@ -46,6 +46,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	cfg.EgressAllow = egressAllow
+	cfg.KeepCatalog = true // a tool session never changes what the servers offer
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {
 		return err

@@ -75,10 +75,14 @@ type endpointForm struct {
 	// checkbox, so a post without it leaves the setting alone.
 	TraceContext bool
 	TraceSent    bool
-	Selected     map[string]bool
-	Other        string
-	Groups       []typeGroup
-	Errors       map[string]string
+	// Developer: the app's developer subscription (the API's developer);
+	// DeveloperSent says the form had the checkbox.
+	Developer     bool
+	DeveloperSent bool
+	Selected      map[string]bool
+	Other         string
+	Groups        []typeGroup
+	Errors        map[string]string
 	// GrantID is the grant picked; GrantSent says the form sent one (a
 	// deleted grant is shown disabled, so it is not sent and stays).
 	GrantID   string
@@ -98,7 +102,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Selected: map[string]bool{}, GrantID: e.GrantID}
+	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Developer: e.Developer, Selected: map[string]bool{}, GrantID: e.GrantID}
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
@@ -147,6 +151,7 @@ func readForm(r *http.Request) *endpointForm {
 		ID: r.PathValue("id"), URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
 		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
+		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -239,7 +244,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	f := readForm(r)
 	enabled := f.Enabled
 	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
-	in.TraceContext = f.TraceContext
+	in.TraceContext, in.Developer = f.TraceContext, f.Developer
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
 		c.refuse(w, r, s, f, err)
@@ -257,6 +262,9 @@ func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	if f.TraceSent {
 		in.TraceContext = &f.TraceContext
+	}
+	if f.DeveloperSent {
+		in.Developer = &f.Developer
 	}
 	if _, err := c.call(r.Context(), s, "webhooks.update", in); err != nil {
 		c.refuse(w, r, s, f, err)

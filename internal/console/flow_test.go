@@ -182,6 +182,9 @@ func TestFlow(t *testing.T) {
 			if rotated == secret || !strings.HasPrefix(rotated, "whsec_") {
 				t.Fatalf("rotated secret %q", rotated)
 			}
+			if got := p.text("#rotation-note"); !strings.Contains(got, "beside the new one until") {
+				t.Errorf("the rotation page says %q; want the overlap's end", got)
+			}
 			rc.setSecret(rotated)
 			p.open(epPath)
 			p.do(chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))

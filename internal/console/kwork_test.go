@@ -38,6 +38,7 @@ func TestKworkSubscriptions(t *testing.T) {
 				chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/kwork"),
 				chromedp.Click(chromedp.CSS(`input[value="app.installed"]`)),
 				chromedp.Click(chromedp.CSS(`input[value="app.uninstalled"]`)),
+				chromedp.Click(chromedp.ID("developer")),
 			)
 			if st := p.click("form.form button[type=submit]"); st != http.StatusCreated {
 				t.Fatalf("create subscription: %d", st)
@@ -45,6 +46,9 @@ func TestKworkSubscriptions(t *testing.T) {
 			rc.setSecret(run(p, chromedp.Value(chromedp.ID("secret"))))
 			epPath := p.path()
 			p.open(epPath)
+			if got := p.text("#developer"); !strings.Contains(got, "lifecycle events") {
+				t.Errorf("the developer subscription's page says %q", got)
+			}
 			p.do(chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
 			rc.expect(t, "open.ping")
 			run(p, chromedp.Poll[bool](`[...document.querySelectorAll('#delivery-rows tr[data-state="delivered"]')].some(r => r.textContent.includes('open.ping'))`))
@@ -73,6 +77,14 @@ func TestKworkSubscriptions(t *testing.T) {
 			}
 			if strings.Contains(body, "x-kwork-signature") {
 				t.Error("kwork delivery page shows the signature")
+			}
+
+			// kwork has no overlap: after a rotation only the new secret
+			// signs, and the page says so.
+			p.open(epPath)
+			p.click(`form[action$="/rotate_secret"] button`)
+			if got := p.text("#rotation-note"); !strings.Contains(got, "no longer signs") || strings.Contains(got, "beside") {
+				t.Errorf("kwork rotation page says %q; want that the old secret no longer signs", got)
 			}
 		})
 	}

@@ -13,6 +13,9 @@ type words struct {
 	Grants bool
 	// NoGrant is the grant picker's "no grant" choice.
 	NoGrant string
+	// Developer: the profile's owners mark a developer subscription (the
+	// one lifecycle events go to), so the form offers the mark.
+	Developer bool
 }
 
 var standardWords = words{
@@ -24,7 +27,7 @@ var standardWords = words{
 var kworkWords = words{
 	Section: "Event subscriptions", Endpoint: "subscription", Endpoints: "subscriptions", Log: "Delivery records",
 	LogNote: "The latest 50 deliveries: type, time, sends, last status or error, state. Finished records are deleted after 30 days.",
-	NoGrant: "none — published events only",
+	NoGrant: "none — published events only", Developer: true,
 }
 
 func wordsFor(profile string) words {

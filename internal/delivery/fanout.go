@@ -175,7 +175,10 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 			}
 			continue
 		}
-		if !implicit && !event.MatchAny(ep.EventTypes, ev.Type) {
+		switch {
+		case implicit && !ep.Developer:
+			continue // lifecycle events go to the developer subscription alone
+		case !implicit && !event.MatchAny(ep.EventTypes, ev.Type):
 			continue
 		}
 		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, view)
@@ -302,6 +305,12 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		done   = []string{f.ev.ID}
 		gone   []int64
 	)
+	// The envelope renders the owner as the fanout saw it, at every
+	// attempt (store.Q.MarkFannedOut).
+	attrs, err := json.Marshal(f.o.Attributes)
+	if err != nil {
+		return nil, fmt.Errorf("owner %s attributes: %w", f.o.ID, err)
+	}
 	for i, e := range append([]*event.Event{f.ev}, others...) {
 		if i > 0 && len(ds) >= s.cfg.FanoutPairs {
 			break // the rest wait for their own jobs (or the next batch)
@@ -327,7 +336,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
 			h(deferred)
 		}
-		wrote, err := writeAndCommit(ctx, q, ds, params, done, gone)
+		wrote, err := writeAndCommit(ctx, q, store.FanoutWrite{Deliveries: ds, FannedOut: done, OwnerAttributes: string(attrs), Gone: gone}, params)
 		if h := s.hook().FanoutWritten; h != nil && err == nil {
 			h(wrote)
 		}
@@ -339,18 +348,18 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 			return nil, err
 		}
 	}
-	if err := q.MarkFannedOut(ctx, done); err != nil {
+	if err := q.MarkFannedOut(ctx, done, string(attrs)); err != nil {
 		return nil, err
 	}
 	f.fanned = fanned{done: done, fullBatch: len(others) >= s.cfg.FanoutBatch}
 	return deferred, q.DeleteJobs(ctx, gone)
 }
 
-// writeAndCommit writes the fanout (the deliveries ds, their jobs params,
-// the events done, the fanout jobs gone) and commits, in one round trip
-// where the store can (store.Q.WriteFanoutAndCommit); wrote false: it
-// sent nothing, and the caller writes them the usual way.
-func writeAndCommit(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, params []river.InsertManyParams, done []string, gone []int64) (wrote bool, err error) {
+// writeAndCommit writes the fanout w (its deliveries' jobs from params)
+// and commits, in one round trip where the store can
+// (store.Q.WriteFanoutAndCommit); wrote false: it sent nothing, and the
+// caller writes them the usual way.
+func writeAndCommit(ctx context.Context, q *store.Q, w store.FanoutWrite, params []river.InsertManyParams) (wrote bool, err error) {
 	jobs := make([]*store.Job, len(params))
 	for i, p := range params {
 		// DeliverArgs has no InsertOpts of its own: params' are the job's.
@@ -358,7 +367,8 @@ func writeAndCommit(ctx context.Context, q *store.Q, ds []*endpoint.Delivery, pa
 			return false, err
 		}
 	}
-	wrote, err = q.WriteFanoutAndCommit(ctx, store.FanoutWrite{Deliveries: ds, Jobs: jobs, FannedOut: done, Gone: gone})
+	w.Jobs = jobs
+	wrote, err = q.WriteFanoutAndCommit(ctx, w)
 	if err != nil {
 		return wrote, fmt.Errorf("enqueue deliveries: %w", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -30,6 +32,20 @@ var NotificationTypes = []event.Type{
 	{Name: Failing, Exposure: event.Webhook, Description: "One of your endpoints stopped answering 2xx: {endpoint_id, failing_since, last_status, last_error}. Sent to your other endpoints that subscribe."},
 	{Name: Disabled, Exposure: event.Webhook, Description: "One of your endpoints was disabled after failing continuously: {endpoint_id, failing_since, reason}. Sent to your other endpoints that subscribe."},
 	{Name: Recovered, Exposure: event.Webhook, Description: "One of your failing endpoints answered 2xx again: {endpoint_id, failing_since, recovered_at}. Sent to your other endpoints that subscribe."},
+}
+
+// BuiltinTypes are the types every start of hookd shares, whatever its
+// catalogs: the failure notifications, offered to every owner, and each
+// profile's own types (Profile set), offered to that profile's owners.
+func BuiltinTypes(profiles *profile.Registry) []event.Type {
+	out := slices.Clone(NotificationTypes)
+	for _, p := range profiles.All() {
+		for _, t := range p.Catalog() {
+			t.Profile = p.Name()
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 const endpointSubject = "hookd://endpoints/"

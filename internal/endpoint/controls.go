@@ -26,6 +26,11 @@ type Controls struct {
 	// receiver's spans join hookd's trace. Only while tracing is on: with
 	// tracing off there is no span, and nothing is sent.
 	TraceContext bool `json:"trace_context"`
+	// Developer marks a kwork app's developer subscription: the one its
+	// profile's lifecycle events (app.*) go to, listed or not; no other
+	// subscription gets them. At most one per owner, and only where the
+	// profile has such events (profile.Profile.DeveloperSubscription).
+	Developer bool `json:"developer"`
 }
 
 // MaxHeaders bounds an endpoint's custom headers; MaxRateLimit its rate.

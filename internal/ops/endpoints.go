@@ -180,10 +180,16 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
 	}
-	if err := applyControls(e, in.patch(), e.MaxInFlight); err != nil {
+	if err := applyControls(e, in.patch(), e.MaxInFlight, prof); err != nil {
 		return nil, err
 	}
-	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }); err != nil {
+	err = s.DB.InTx(ctx, func(q *store.Q) error {
+		if err := checkDeveloper(ctx, q, e); err != nil {
+			return err
+		}
+		return q.CreateEndpoint(ctx, e)
+	})
+	if err != nil {
 		return nil, err
 	}
 	v := s.view(e)
@@ -231,7 +237,10 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 			return err
 		}
 		e.MaxInFlight = prof.MaxInFlight(maxInFlight)
-		if err := applyControls(e, in.ControlsPatch, e.MaxInFlight); err != nil {
+		if err := applyControls(e, in.ControlsPatch, e.MaxInFlight, prof); err != nil {
+			return err
+		}
+		if err := checkDeveloper(ctx, q, e); err != nil {
 			return err
 		}
 		if in.Enabled != nil {

@@ -65,6 +65,9 @@ func (s *Service) delivery(ctx context.Context, p Principal, in *DeliveryRef) (*
 	case err != nil:
 		return nil, err
 	default:
+		if o, err = q.OwnerAsOfEvent(ctx, o, ev.ID); err != nil {
+			return nil, err
+		}
 		body, err := prof.AppendBody(nil, ev, o)
 		if err != nil {
 			return nil, err

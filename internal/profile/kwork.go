@@ -86,9 +86,11 @@ func (Kwork) ValidateSecret(secret string) error {
 	return nil
 }
 
-// Implicit reports the events that need no listing: lifecycle events
-// reach every subscription of the app; app.scopes_changed only backend
-// (integration) apps — a page app never gets it.
+// Implicit reports the events that need no listing: lifecycle events go
+// to the app's developer subscription, and to no other (kwork: "sent
+// automatically to the app's dedicated developer subscription");
+// app.scopes_changed only backend (integration) apps' — a page app never
+// gets it.
 func (Kwork) Implicit(typ string, o *owner.Owner) bool {
 	switch typ {
 	case AppInstalled, AppUninstalled, AppUpgraded:
@@ -98,6 +100,10 @@ func (Kwork) Implicit(typ string, o *owner.Owner) bool {
 	}
 	return false
 }
+
+// DeveloperSubscription is true: an app marks one subscription its
+// developer subscription, which gets the lifecycle events.
+func (Kwork) DeveloperSubscription() bool { return true }
 
 // Excluded reports the events that never reach o: a page app's scopes
 // come from its manifest, never granted one by one, so it never gets

@@ -51,9 +51,13 @@ type Profile interface {
 	// LogWindow is how many deliveries an endpoint's log keeps (0 = all,
 	// until retention removes them).
 	LogWindow() int
-	// Implicit reports whether events of typ reach every endpoint of o
-	// without the endpoint listing it (kwork's app lifecycle events).
+	// Implicit reports whether events of typ go to o's developer
+	// subscription (Endpoint.Developer) without it listing them, and to no
+	// other endpoint of o (kwork's app lifecycle events).
 	Implicit(typ string, o *owner.Owner) bool
+	// DeveloperSubscription reports whether an owner marks one endpoint
+	// its developer subscription (the one Implicit types go to).
+	DeveloperSubscription() bool
 	// Excluded reports whether events of typ must never reach o's endpoints,
 	// whatever they subscribe to (kwork: app.scopes_changed for page apps).
 	Excluded(typ string, o *owner.Owner) bool

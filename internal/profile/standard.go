@@ -50,6 +50,10 @@ func (Standard) Implicit(string, *owner.Owner) bool { return false }
 // ValidateOwner accepts any attributes: the standard profile reads none.
 func (Standard) ValidateOwner(map[string]string) error { return nil }
 
+// DeveloperSubscription is false: the standard profile has no implicit
+// types to send one.
+func (Standard) DeveloperSubscription() bool { return false }
+
 // Excluded is false: no event type is kept from an owner.
 func (Standard) Excluded(string, *owner.Owner) bool { return false }
 

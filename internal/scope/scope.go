@@ -37,12 +37,20 @@ type View struct {
 	Now    time.Time
 }
 
+// Raw reports whether subject is a raw:// one, which never leaves hookd.
+// A URL's scheme is case-insensitive (RFC 3986, 3.1), so RAW:// and
+// Raw:// are raw too.
+func Raw(subject string) bool {
+	const scheme = "raw://"
+	return len(subject) >= len(scheme) && strings.EqualFold(subject[:len(scheme)], scheme)
+}
+
 // Admits reports whether ev may be delivered to ep. Only events of a
 // scoped type are judged: an unscoped one goes to every endpoint
 // subscribed to it.
 func (p Predicate) Admits(ctx context.Context, ep *endpoint.Endpoint, ev *event.Event, v *View) (bool, error) {
 	// raw:// subjects never leave the instance, whatever the endpoint or type.
-	if strings.HasPrefix(ev.Subject, "raw://") {
+	if Raw(ev.Subject) {
 		return false, nil
 	}
 	if !v.Scoped[ev.Type] {

@@ -22,11 +22,13 @@ type AttemptInput struct {
 }
 
 // attemptSelect reads a delivery with its endpoint, owner and event; the
-// caller appends the WHERE clause.
+// caller appends the WHERE clause. The owner's attributes are those the
+// event's fanout captured (the envelope's: every attempt sends the same
+// bytes), the current ones for an event fanned out before the capture.
 const attemptSelect = `SELECT
 		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
 		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at, e.headers, e.rate_limit, e.ordered, e.trace_context, e.slow_since,
-		o.profile, o.attributes, o.created_at,
+		o.profile, COALESCE(ev.owner_attributes, o.attributes), o.created_at,
 		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
 	FROM hookd_deliveries d
 	JOIN hookd_endpoints e ON e.id = d.endpoint_id
@@ -49,6 +51,26 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 		return nil, fmt.Errorf("load attempt: %w", err)
 	}
 	return a, nil
+}
+
+// OwnerAsOfEvent returns o with the attributes the event's fanout
+// captured, as every attempt of its deliveries renders them
+// (attemptSelect); o itself when none were captured.
+func (q *Q) OwnerAsOfEvent(ctx context.Context, o *owner.Owner, eventID string) (*owner.Owner, error) {
+	var attrs *string
+	err := q.queryRow(ctx, `SELECT owner_attributes FROM hookd_events WHERE id = $1`, eventID).Scan(&attrs)
+	if err != nil && !NotFound(err) {
+		return nil, fmt.Errorf("event %s owner attributes: %w", eventID, err)
+	}
+	if attrs == nil {
+		return o, nil
+	}
+	as := *o
+	as.Attributes = nil
+	if err := json.Unmarshal([]byte(*attrs), &as.Attributes); err != nil {
+		return nil, fmt.Errorf("event %s owner attributes: %w", eventID, err)
+	}
+	return &as, nil
 }
 
 func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*AttemptInput, error) {

@@ -11,7 +11,7 @@ import (
 )
 
 // endpointCols: scope_source holds the endpoint's grant id (GrantID).
-const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered, trace_context`
+const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered, trace_context, developer`
 
 func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
@@ -20,7 +20,7 @@ func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var created, updated int64
 	var signing, headers string
 	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing,
-		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext); err != nil {
+		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer); err != nil {
 		return nil, err
 	}
 	if err := scanHeaders(&e, headers); err != nil {
@@ -61,9 +61,9 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+	_, err = q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.GrantID, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt), signing,
-		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext)
+		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext, e.Developer)
 	if err != nil {
 		return fmt.Errorf("create endpoint: %w", err)
 	}
@@ -98,9 +98,9 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	}
 	n, err := q.exec(ctx, `UPDATE hookd_endpoints SET url = $3, description = $4, event_types = $5, secret_sealed = $6, scope_source = $7,
 		enabled = $8, disabled_reason = $9, failing_since = $10, max_in_flight = $11, updated_at = $12, signing = $13,
-		headers = $14, rate_limit = $15, ordered = $16, trace_context = $17 WHERE id = $1 AND owner_id = $2`,
+		headers = $14, rate_limit = $15, ordered = $16, trace_context = $17, developer = $18 WHERE id = $1 AND owner_id = $2`,
 		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.GrantID, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.UpdatedAt), signing,
-		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext)
+		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext, e.Developer)
 	if err != nil {
 		return fmt.Errorf("update endpoint: %w", err)
 	}

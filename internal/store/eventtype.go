@@ -47,21 +47,46 @@ func (q *Q) PutEventType(ctx context.Context, t *event.Type) error {
 	return nil
 }
 
-// KeepSharedEventTypes removes every shared type not named in keep: the
-// shared catalog is what the latest start loaded.
-func (q *Q) KeepSharedEventTypes(ctx context.Context, keep []string) error {
-	shared, err := collect(ctx, q, scanOne[string], `SELECT name FROM hookd_event_types WHERE owner_id = ''`)
+// SharedEventTypes returns the shared catalog, every owner's and each
+// profile's own, by name, with Profile set.
+func (q *Q) SharedEventTypes(ctx context.Context) ([]*event.Type, error) {
+	out, err := collect(ctx, q, func(r row) (*event.Type, error) {
+		var prof string
+		t, err := scanTypeWith(r, &prof)
+		if t != nil {
+			t.Profile = prof
+		}
+		return t, err
+	}, `SELECT `+typeColumns+`, t.profile FROM hookd_event_types t WHERE t.owner_id = '' ORDER BY t.name`)
+	if err != nil {
+		return nil, fmt.Errorf("shared event types: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveSharedEventTypes removes the shared types named, all or none: a
+// name the shared catalog does not hold is refused, naming it, and
+// nothing is removed. Owners' own registrations of those names stay.
+func (q *Q) RemoveSharedEventTypes(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	have, err := collect(ctx, q, scanOne[string], `SELECT name FROM hookd_event_types WHERE owner_id = '' AND name IN (`+placeholders(1, len(names))+`)`, anys(names)...)
 	if err != nil {
 		return fmt.Errorf("shared event types: %w", err)
 	}
-	want := setOf(keep)
-	for _, n := range shared {
-		if want[n] {
-			continue
+	held := setOf(have)
+	var missing []string
+	for _, n := range names {
+		if !held[n] {
+			missing = append(missing, n)
 		}
-		if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = '' AND name = $1`, n); err != nil {
-			return fmt.Errorf("drop shared event type %s: %w", n, err)
-		}
+	}
+	if len(missing) > 0 {
+		return apperr.New(apperr.NotFound, "not in the shared catalog: %s ('hookd catalog list' shows what is); nothing was removed", strings.Join(missing, ", "))
+	}
+	if _, err := q.exec(ctx, `DELETE FROM hookd_event_types WHERE owner_id = '' AND name IN (`+placeholders(1, len(names))+`)`, anys(names)...); err != nil {
+		return fmt.Errorf("remove shared event types: %w", err)
 	}
 	return nil
 }
@@ -80,11 +105,14 @@ func (q *Q) ListEventTypes(ctx context.Context, ownerID string) ([]*event.Type, 
 
 const typeColumns = `t.owner_id, t.name, t.exposure, t.scoped, t.description, t.data_schema, t.schema_hash, t.example, t.created_at`
 
-func scanType(r row) (*event.Type, error) {
+func scanType(r row) (*event.Type, error) { return scanTypeWith(r) }
+
+// scanTypeWith reads typeColumns, then any columns after them into extra.
+func scanTypeWith(r row, extra ...any) (*event.Type, error) {
 	var t event.Type
 	var schema, example string
 	var created int64
-	if err := r.Scan(&t.OwnerID, &t.Name, &t.Exposure, &t.Scoped, &t.Description, &schema, &t.SchemaHash, &example, &created); err != nil {
+	if err := r.Scan(append([]any{&t.OwnerID, &t.Name, &t.Exposure, &t.Scoped, &t.Description, &schema, &t.SchemaHash, &example, &created}, extra...)...); err != nil {
 		return nil, err
 	}
 	if schema != "" {

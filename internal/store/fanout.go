@@ -128,12 +128,14 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 	return out, nil
 }
 
-// MarkFannedOut records that these events were fanned out.
-func (q *Q) MarkFannedOut(ctx context.Context, ids []string) error {
+// MarkFannedOut records that these events were fanned out, with their
+// owner's attributes as the fanout read them (JSON; "" keeps none), which
+// every attempt of their deliveries renders (LoadAttempt).
+func (q *Q) MarkFannedOut(ctx context.Context, ids []string, ownerAttributes string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0 WHERE id IN (`+placeholders(1, len(ids))+`)`, anys(ids)...); err != nil {
+	if _, err := q.exec(ctx, `UPDATE hookd_events SET fanout_job = 0, owner_attributes = NULLIF($1, '') WHERE id IN (`+placeholders(2, len(ids))+`)`, append([]any{ownerAttributes}, anys(ids)...)...); err != nil {
 		return fmt.Errorf("mark fanned out: %w", err)
 	}
 	return nil

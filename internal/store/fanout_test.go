@@ -38,13 +38,13 @@ func TestAwaitingFanout(t *testing.T) {
 		if evs[0].OwnerID != "acme" || evs[0].Type == "" || len(evs[0].Data) == 0 {
 			t.Fatalf("event not read whole: %+v", evs[0])
 		}
-		must(t, s.q.MarkFannedOut(s.ctx, ids[:3]))
+		must(t, s.q.MarkFannedOut(s.ctx, ids[:3], ""))
 		evs, js, err = s.q.AwaitingFanout(s.ctx, "acme", "", 10)
 		must(t, err)
 		if len(evs) != 1 || evs[0].ID != ids[3] || js[0] != 103 {
 			t.Fatalf("after marking: awaiting %v %v; want only %s", eventIDs(evs), js, ids[3])
 		}
-		must(t, s.q.MarkFannedOut(s.ctx, nil))
+		must(t, s.q.MarkFannedOut(s.ctx, nil, ""))
 	})
 }
 
@@ -73,7 +73,7 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 							return err
 						}
 						time.Sleep(time.Millisecond) // hold the rows a moment, as a fanout does
-						return tx.MarkFannedOut(s.ctx, eventIDs(got))
+						return tx.MarkFannedOut(s.ctx, eventIDs(got), "")
 					})
 					if err != nil {
 						t.Errorf("fanout: %v", err)
@@ -371,7 +371,7 @@ func TestTakeForFanout(t *testing.T) {
 			if take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now); err != nil {
 				return err
 			}
-			return q.MarkFannedOut(s.ctx, []string{ev.ID}) // the transaction goes on
+			return q.MarkFannedOut(s.ctx, []string{ev.ID}, "") // the transaction goes on
 		}))
 		if !take.Locked {
 			t.Fatal("a free event was not locked")

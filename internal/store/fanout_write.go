@@ -32,7 +32,10 @@ type FanoutWrite struct {
 	Deliveries []*endpoint.Delivery
 	Jobs       []*Job
 	FannedOut  []string
-	Gone       []int64
+	// OwnerAttributes is the events' owner's attributes as the fanout read
+	// them (JSON), kept with the events fanned out (MarkFannedOut).
+	OwnerAttributes string
+	Gone            []int64
 }
 
 // fanoutRowsPerStmt bounds the deliveries of one WriteFanoutAndCommit
@@ -147,8 +150,8 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 	// (seen at a calm rate for fanouts that took one event along, until
 	// autovacuum's first ANALYZE), but those are the rarer texts.
 	if len(w.FannedOut) > 0 {
-		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0 WHERE id IN (` + placeholders(len(params)+1, len(w.FannedOut)) + `))`)
-		params = append(params, anys(w.FannedOut)...)
+		sb.WriteString(`, fanned AS (UPDATE hookd_events SET fanout_job = 0, owner_attributes = NULLIF($` + strconv.Itoa(len(params)+1) + `::text, '') WHERE id IN (` + placeholders(len(params)+2, len(w.FannedOut)) + `))`)
+		params = append(append(params, w.OwnerAttributes), anys(w.FannedOut)...)
 	}
 	if len(w.Gone) > 0 {
 		sb.WriteString(`, gone AS (DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(len(params)+1, len(w.Gone)) + `))`)
@@ -212,7 +215,7 @@ func (q *Q) writeFanoutSQLite(ctx context.Context, tx *sql.Tx, w FanoutWrite) er
 			}
 		}
 	}
-	if err := q.MarkFannedOut(ctx, w.FannedOut); err != nil {
+	if err := q.MarkFannedOut(ctx, w.FannedOut, w.OwnerAttributes); err != nil {
 		return err
 	}
 	if err := q.DeleteJobs(ctx, gone); err != nil {

@@ -477,3 +477,33 @@ func migrationFiles(t *testing.T) int {
 	}
 	return len(files)
 }
+
+// TestMigrationMarksDeveloperSubscriptions: migration 016 makes each kwork
+// owner's oldest subscription its developer one (lifecycle events went
+// to every subscription before; they keep reaching one), and no other
+// subscription, nor any standard endpoint.
+func TestMigrationMarksDeveloperSubscriptions(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		shop := &owner.Owner{ID: "shop", Profile: "kwork", Attributes: map[string]string{"app": "a", "environment": "test"}, CreatedAt: t0}
+		must(t, s.q.CreateOwner(s.ctx, shop))
+		s.owner("acme")
+		var ids []string
+		for _, o := range []string{"shop", "shop", "acme"} {
+			e := newEndpoint(o, 1)
+			must(t, s.q.CreateEndpoint(s.ctx, e))
+			ids = append(ids, e.ID)
+		}
+		// The database as before 016: no column, the migration not applied.
+		s.exec(`ALTER TABLE hookd_endpoints DROP COLUMN developer`)
+		s.exec(`DELETE FROM hookd_migrations WHERE version = 16`)
+		must(t, s.db.Migrate(s.ctx))
+		for i, want := range []bool{true, false, false} {
+			e, err := s.q.GetEndpoint(s.ctx, "", ids[i])
+			must(t, err)
+			if e.Developer != want {
+				t.Errorf("endpoint %d (%s) developer %v after migration 016, want %v", i, e.OwnerID, e.Developer, want)
+			}
+		}
+	})
+}
