@@ -379,6 +379,55 @@ func TestPostSlowBodyKeepsStatus(t *testing.T) {
 	}
 }
 
+// TestPostNeverReplays: the receiver reads a request on a kept-alive
+// connection and hangs up without answering. net/http's transport sends
+// such a request again on a new connection when it deems it replayable,
+// which it does for a POST with an Idempotency-Key or X-Idempotency-Key
+// header. The receiver must get it once: hookd's retries are River's.
+func TestPostNeverReplays(t *testing.T) {
+	t.Parallel()
+	for _, header := range []string{"", "Idempotency-Key", "X-Idempotency-Key"} {
+		t.Run("header "+header, func(t *testing.T) {
+			t.Parallel()
+			var got atomic.Int64
+			rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				if got.Add(1) == 1 {
+					w.WriteHeader(http.StatusNoContent) // the first: answered, the connection kept
+					return
+				}
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				_ = conn.Close() // every later one: read, then hung up on
+			})
+			c := New(Config{Allow: allowList(t, "127.0.0.1")})
+			h := http.Header{}
+			if header != "" {
+				h.Set(header, "order-1")
+			}
+			var reused []bool
+			ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+				GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) },
+			})
+			if _, err := c.Post(ctx, rcv.URL, h, []byte(`{"n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Post(ctx, rcv.URL, h, []byte(`{"n":2}`)); err == nil {
+				t.Fatal("Post of a request the receiver hung up on succeeded")
+			}
+			if len(reused) < 2 || !reused[1] {
+				t.Fatalf("connections %v: the second request must go on the kept-alive one", reused)
+			}
+			if n := got.Load(); n != 2 {
+				t.Fatalf("receiver got %d requests, want 2: the transport sent the second again by itself", n)
+			}
+		})
+	}
+}
+
 func TestPostInvalidURL(t *testing.T) {
 	t.Parallel()
 	c := New(Config{})
