@@ -65,6 +65,12 @@ type Response struct {
 	// Duration is the time from sending the request to the end of reading
 	// the (capped) body.
 	Duration time.Duration
+	// Unfinished says why the body was not read to its end (or to
+	// MaxResponseBytes): the timeout came first (it then matches
+	// context.DeadlineExceeded) or the connection broke. Nil when the
+	// answer was read whole. The status had arrived; whether an
+	// unfinished answer counts is the caller's rule.
+	Unfinished error
 }
 
 // New returns a client for cfg, filling zero fields with the defaults.
@@ -161,7 +167,8 @@ func (c *Client) checkRedirect(limit int) func(*http.Request, []*http.Request) e
 // Post sends body to url with header (cloned; User-Agent added if absent)
 // and returns the receiver's status and headers. The response body is read
 // up to MaxResponseBytes and discarded; a failure while reading it is not
-// an error, because the status has already arrived. Post never retries, nor lets the transport
+// an error, because the status has already arrived: it is reported in
+// [Response.Unfinished]. Post never retries, nor lets the transport
 // re-send (see noReplay).
 //
 // Errors wrap [ErrInvalidURL] for a malformed url and [ErrBlocked] when the
@@ -225,12 +232,13 @@ func (c *Client) PostReleasing(ctx context.Context, url string, header http.Head
 	}
 	// Drain up to the cap so a small body leaves the connection reusable;
 	// closing a longer body drops the connection instead of reading on.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
+	_, unfinished := io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
 	_ = resp.Body.Close()
 	return Response{
 		StatusCode: resp.StatusCode,
 		Header:     resp.Header,
 		Duration:   time.Since(start),
+		Unfinished: unfinished,
 	}, nil
 }
 

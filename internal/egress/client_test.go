@@ -297,6 +297,9 @@ func TestPostBodyCapped(t *testing.T) {
 	if res.StatusCode != http.StatusAccepted || res.Header.Get("X-Receiver") != "big" {
 		t.Errorf("Post = %+v, want 202 with X-Receiver", res)
 	}
+	if res.Unfinished != nil {
+		t.Errorf("Unfinished = %v: a body read to the cap is an answer read whole", res.Unfinished)
+	}
 	if sent := <-stopped; sent <= DefaultMaxResponseBytes {
 		t.Errorf("receiver stopped after %d bytes, want more than the cap", sent)
 	}
@@ -376,6 +379,35 @@ func TestPostSlowBodyKeepsStatus(t *testing.T) {
 	res, err := c.Post(t.Context(), rcv.URL, nil, nil)
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("Post = %+v, %v, want 200: the status arrived before the body stalled", res, err)
+	}
+	// The answer was not read to its end: the caller is told, as a timeout.
+	if !errors.Is(res.Unfinished, context.DeadlineExceeded) {
+		t.Fatalf("Unfinished = %v, want the deadline", res.Unfinished)
+	}
+}
+
+// TestPostBodyCutShort: a body that ends before its Content-Length (the
+// receiver hung up mid-answer) is reported unfinished, not as the
+// deadline.
+func TestPostBodyCutShort(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	})
+	c := New(Config{Allow: allowList(t, "127.0.0.1")})
+	res, err := c.Post(t.Context(), rcv.URL, nil, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("Post = %+v, %v, want 200", res, err)
+	}
+	if res.Unfinished == nil || errors.Is(res.Unfinished, context.DeadlineExceeded) {
+		t.Fatalf("Unfinished = %v, want a broken read that is not the deadline", res.Unfinished)
 	}
 }
 
