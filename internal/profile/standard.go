@@ -18,10 +18,12 @@ import (
 // about 5.3 days.
 type Standard struct{}
 
-// StandardRetry is 5s, 5m, 30m, 2h, 5h, then 10h each; 18 sends in all.
+// StandardRetry is 5s, 5m, 30m, 2h, 5h, then 10h each; 18 attempts in
+// all, besides up to 10 Retry-After snoozes that spend none.
 var StandardRetry = Retry{
 	Backoffs:    []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour},
 	MaxAttempts: 18,
+	FreeSnoozes: 10,
 }
 
 // Name is "standard".
