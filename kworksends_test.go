@@ -1,14 +1,20 @@
 package hookd_test
 
-// Kwork's six sends, exactly: a Retry-After never adds a send.
+// Kwork's six sends, exactly: a Retry-After never adds a send, and an
+// answer not finished within the timeout is a failed send.
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/profile"
 )
@@ -60,4 +66,65 @@ func TestKworkRetryAfterCountsEverySend(t *testing.T) {
 			t.Fatalf("%d sends, want exactly %d", got, sends)
 		}
 	})
+}
+
+// TestBodyStall: a receiver answers 200 and then does not finish its body
+// within the HTTP timeout. Under kwork it "has not finished answering
+// within 10 s": a failed send, retried after 30 s. Under the standard
+// profile the status decides: delivered.
+func TestBodyStall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		profile   string
+		delivered bool
+	}{{"kwork", false}, {"standard", true}} {
+		t.Run(c.profile, func(t *testing.T) {
+			t.Parallel()
+			forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+				b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+				var stall atomic.Bool
+				stall.Store(true)
+				var got atomic.Int32
+				rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					got.Add(1)
+					_, _ = io.ReadAll(r.Body)
+					w.WriteHeader(http.StatusOK)
+					_, _ = io.WriteString(w, `{"ok":`)
+					w.(http.Flusher).Flush()
+					if stall.Load() {
+						select { // hold the rest until hookd gives up
+						case <-r.Context().Done():
+						case <-time.After(5 * time.Second):
+						}
+					}
+					_, _ = io.WriteString(w, `true}`)
+				}))
+				t.Cleanup(rc.Close)
+				o := b
+				if c.profile == "kwork" {
+					o = b.kworkOwner("shop", shopApp)
+				}
+				o.registerType("order.paid")
+				ep := o.subscribe(rc.URL, []string{"order.paid"}, nil)
+				id := o.publishFor("order.paid", "acme_corp", `{}`)
+				d := o.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State != "pending" || d.Attempts > 0 })
+				if c.delivered {
+					if d.State != "delivered" || d.Attempts != 1 || d.LastStatus != 200 {
+						t.Fatalf("standard: a 2xx whose body stalled: %+v, want delivered", d)
+					}
+					return
+				}
+				if d.State != "pending" || d.Attempts != 1 || !strings.Contains(d.LastError, "timeout") {
+					t.Fatalf("kwork: a 2xx whose body stalled: %+v, want a failed send (timeout)", d)
+				}
+				b.waitJob(d.JobID, waitingRetry)
+				stall.Store(false)
+				b.retryNow(d.JobID)
+				d = o.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" })
+				if d.Attempts != 2 || got.Load() != 2 {
+					t.Fatalf("delivered %+v after %d sends, want 2", d, got.Load())
+				}
+			})
+		})
+	}
 }

@@ -52,7 +52,8 @@ type Outcome struct {
 }
 
 // Classify turns an attempt's response or error into an outcome under
-// profile p's rules: GivesUpOn for a non-2xx status, and for a 429/503 with Retry-After
+// profile p's rules: GivesUpOn for a non-2xx status, WholeAnswer for an
+// answer not read to its end in time, and for a 429/503 with Retry-After
 // a snooze of the receiver's wait, no shorter than the schedule's Floor and
 // no longer than maxWait. Whether that snooze is free is spend's to say.
 func Classify(resp egress.Response, err error, now time.Time, maxWait time.Duration, p profile.Profile) Outcome {
@@ -66,6 +67,14 @@ func Classify(resp egress.Response, err error, now time.Time, maxWait time.Durat
 		return Outcome{Verdict: Retry, Error: "connection failed: " + err.Error()}
 	}
 	s := resp.StatusCode
+	if resp.Unfinished != nil && p.WholeAnswer() {
+		// The receiver has not finished answering: whatever the status,
+		// the send failed.
+		if isTimeout(resp.Unfinished) {
+			return Outcome{Verdict: Retry, Status: s, Error: fmt.Sprintf("timeout: HTTP %d, but its body did not end in time", s)}
+		}
+		return Outcome{Verdict: Retry, Status: s, Error: fmt.Sprintf("connection failed: HTTP %d, but its body was cut short: %v", s, resp.Unfinished)}
+	}
 	switch {
 	case s >= 200 && s < 300:
 		return Outcome{Verdict: Complete, Status: s}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,6 +24,12 @@ func TestClassify(t *testing.T) {
 		}
 		return egress.Response{StatusCode: code, Header: h}
 	}
+	stalled := func(code int, unfinished error) egress.Response {
+		r := resp(code, "")
+		r.Unfinished = unfinished
+		return r
+	}
+	deadline := fmt.Errorf("read: %w", context.DeadlineExceeded)
 	// want/wait: the standard profile; kw/kwait: kwork, where every
 	// non-2xx is retried and a Retry-After spends the attempt (the first
 	// here: its backoff is 30 s), waiting the longer of the two.
@@ -68,6 +75,11 @@ func TestClassify(t *testing.T) {
 		{"413", resp(413, ""), nil, Discard, 0, Retry, 0},
 		{"422", resp(422, ""), nil, Discard, 0, Retry, 0},
 		{"302 unfollowed", resp(302, ""), nil, Discard, 0, Retry, 0},
+		// An answer not read to its end in time: kwork retries it; under
+		// the standard profile the status decides.
+		{"200 whose body stalled", stalled(200, deadline), nil, Complete, 0, Retry, 0},
+		{"200 whose body was cut short", stalled(200, io.ErrUnexpectedEOF), nil, Complete, 0, Retry, 0},
+		{"404 whose body stalled", stalled(404, deadline), nil, Discard, 0, Retry, 0},
 		{"timeout", egress.Response{}, fmt.Errorf("post: %w", context.DeadlineExceeded), Retry, 0, Retry, 0},
 		{"connection refused", egress.Response{}, errors.New("dial tcp: connection refused"), Retry, 0, Retry, 0},
 		{"blocked", egress.Response{}, fmt.Errorf("dial: %w", egress.ErrBlocked), Discard, 0, Discard, 0},

@@ -72,6 +72,10 @@ func (Kwork) LogWindow() int { return 50 }
 // event).
 func (Kwork) GivesUpOn(int) bool { return false }
 
+// WholeAnswer is true: a receiver that "has not finished answering within
+// 10 s" (a 2xx whose body stalls past the timeout included) is retried.
+func (Kwork) WholeAnswer() bool { return true }
+
 // MaxInFlight is the endpoint's setting, DefaultKworkInFlight when unset.
 func (Kwork) MaxInFlight(setting int) int {
 	if setting <= 0 {

@@ -43,6 +43,11 @@ type Profile interface {
 	// retrying it (standard: 4xx other than 408/429, and unfollowed 3xx;
 	// kwork: never, every non-2xx is retried).
 	GivesUpOn(status int) bool
+	// WholeAnswer is the profile's rule for an answer whose body was not
+	// read to its end (or the read cap) within the HTTP timeout: true, the
+	// send failed (a timeout, retried) whatever its status (kwork: "10 秒内没有答完");
+	// false, the status decides (standard).
+	WholeAnswer() bool
 	// MaxInFlight returns how many deliveries may be in flight to one
 	// endpoint given the endpoint's setting (0 = default); 1 is a lease.
 	MaxInFlight(setting int) int

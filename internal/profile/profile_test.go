@@ -334,6 +334,11 @@ func TestProfileSettings(t *testing.T) {
 	if k.LogWindow() != 50 || s.LogWindow() != 0 {
 		t.Errorf("log windows %d, %d", k.LogWindow(), s.LogWindow())
 	}
+	// kwork: a 2xx not answered to its end in 10 s is retried; standard:
+	// the status decides.
+	if !k.WholeAnswer() || s.WholeAnswer() {
+		t.Errorf("whole answer: kwork %v, standard %v; want true, false", k.WholeAnswer(), s.WholeAnswer())
+	}
 	if _, err := Default().Get("kwork"); err != nil {
 		t.Error(err)
 	}

@@ -62,6 +62,11 @@ func (Standard) GivesUpOn(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
+// WholeAnswer is false: the status decides. A 2xx whose body then stalls
+// past the timeout is delivered: the receiver accepted the event, and
+// sending it again would only make it deduplicate one more copy.
+func (Standard) WholeAnswer() bool { return false }
+
 // Signing offers Ed25519 besides HMAC, and rotations that overlap (the header is
 // a list, and every Standard Webhooks verifier accepts any entry).
 func (Standard) Signing() Signing {
