@@ -106,7 +106,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	if err != nil {
 		return s.unsent(ctx, d, exclusive, err)
 	}
-	out = s.budget(ctx, out, p, job)
+	out = s.budget(ctx, out, p, d, job)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.delivery", d.ID), attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))
 	res, err := s.settle(ctx, ep, d, a.Event, p, attempted{out, took, job.Attempt, job.MaxAttempts}, job.ID)
 	if err != nil {

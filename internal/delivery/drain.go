@@ -203,12 +203,11 @@ func (r *drainRun) send(ctx context.Context, batch []*store.AttemptInput) (sent 
 }
 
 // drainable says whether a's delivery is still one a drain sends: pending,
-// never attempted nor answered (a Retry-After snooze records an answer
-// and spends no attempt: its own job sends it, and counts the snooze), to
-// an enabled endpoint, its event not pruned.
+// never attempted nor held back by a Retry-After (its own job sends it,
+// and counts the snooze), to an enabled endpoint, its event not pruned.
 func drainable(a *store.AttemptInput) bool {
 	d := a.Delivery
-	return d.State == endpoint.Pending && d.Attempts == 0 && d.LastStatus == 0 && a.Endpoint.Enabled && a.Event != nil
+	return d.State == endpoint.Pending && d.Attempts == 0 && !snoozedFree(d) && a.Endpoint.Enabled && a.Event != nil
 }
 
 // sendOne sends one drained delivery and records it: a success through

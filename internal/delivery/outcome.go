@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/profile"
 )
 
@@ -106,8 +107,19 @@ func (o Outcome) spend(r profile.Retry, snoozed, attempt int) Outcome {
 		o.Wait = 0
 		return o
 	}
-	o.Error = fmt.Sprintf("HTTP %d %s: waiting %s, an attempt spent", o.Status, retryAfterNote, o.Wait)
+	o.Error = fmt.Sprintf("HTTP %d %s: waiting %s%s", o.Status, retryAfterNote, o.Wait, spentNote)
 	return o
+}
+
+// spentNote marks a recorded Retry-After error that spent an attempt.
+const spentNote = ", an attempt spent"
+
+// snoozedFree says whether d's receiver held it back with a Retry-After
+// that spent no attempt. (A redelivered delivery has no attempt either,
+// but its last error is that of its failure, which a free snooze never
+// is.)
+func snoozedFree(d *endpoint.Delivery) bool {
+	return d.Attempts == 0 && strings.Contains(d.LastError, retryAfterNote) && !strings.Contains(d.LastError, spentNote)
 }
 
 // snoozesKey is the deliver job's metadata key that counts the Retry-After
@@ -115,9 +127,10 @@ func (o Outcome) spend(r profile.Retry, snoozed, attempt int) Outcome {
 const snoozesKey = "hookd_retry_after_snoozes"
 
 // budget applies the profile's Retry-After budget (spend) to the outcome
-// of a deliver job's attempt, and counts a free snooze in the job's
-// metadata (River merges it when the job ends).
-func (s *Service) budget(ctx context.Context, out Outcome, p profile.Profile, job *river.Job[DeliverArgs]) Outcome {
+// of a deliver job's attempt of d, and counts a free snooze in the job's
+// metadata (River merges it when the job ends). A snooze a drain recorded
+// before the job ever ran counts too.
+func (s *Service) budget(ctx context.Context, out Outcome, p profile.Profile, d *endpoint.Delivery, job *river.Job[DeliverArgs]) Outcome {
 	if out.Verdict != Snooze {
 		return out
 	}
@@ -126,6 +139,9 @@ func (s *Service) budget(ctx context.Context, out Outcome, p profile.Profile, jo
 	}
 	if err := json.Unmarshal(job.Metadata, &m); err != nil {
 		s.log.Warn("deliver job's metadata unreadable; its Retry-After snoozes count from 0", "job", job.ID, "error", err)
+	}
+	if m.Snoozes == 0 && snoozedFree(d) {
+		m.Snoozes = 1 // a drain's
 	}
 	out = out.spend(p.Retry(), m.Snoozes, job.Attempt)
 	if out.Verdict == Snooze {

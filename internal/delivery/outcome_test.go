@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/egress"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/profile"
 )
 
@@ -137,6 +138,36 @@ func TestSpend(t *testing.T) {
 		got := c.out.spend(c.r, c.snoozed, c.attempt)
 		if got.Verdict != c.want || got.Wait != c.wait {
 			t.Errorf("%s: got %v wait %v, want %v wait %v", c.name, got.Verdict, got.Wait, c.want, c.wait)
+		}
+	}
+}
+
+// TestSnoozedFree: a delivery held back by a free Retry-After snooze is
+// told apart from a fresh one and from a redelivered one (no attempts
+// either, but the last error of its failure): the drain leaves only the
+// first to its job.
+func TestSnoozedFree(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := http.Header{"Retry-After": {"3600"}}
+	free := Classify(egress.Response{StatusCode: 429, Header: h}, nil, now, time.Hour, profile.Standard{})
+	spent := free.spend(profile.KworkRetry, 0, 6)
+	spentLonger := free.spend(profile.KworkRetry, 0, 1)
+	cases := []struct {
+		name string
+		d    endpoint.Delivery
+		want bool
+	}{
+		{"fresh", endpoint.Delivery{}, false},
+		{"snoozed", endpoint.Delivery{LastStatus: 429, LastError: free.Error}, true},
+		{"a spent Retry-After", endpoint.Delivery{Attempts: 1, LastStatus: 429, LastError: spentLonger.Error}, false},
+		{"redelivered after a spent Retry-After", endpoint.Delivery{LastStatus: 429, LastError: spentLonger.Error + " (attempts exhausted: 6)"}, false},
+		{"redelivered after a 429 within the backoff", endpoint.Delivery{LastStatus: 429, LastError: spent.Error + " (attempts exhausted: 6)"}, false},
+		{"redelivered after a 500", endpoint.Delivery{LastStatus: 500, LastError: "HTTP 500 (attempts exhausted: 18)"}, false},
+	}
+	for _, c := range cases {
+		if got := snoozedFree(&c.d); got != c.want {
+			t.Errorf("%s (%q): snoozed %v, want %v", c.name, c.d.LastError, got, c.want)
 		}
 	}
 }
