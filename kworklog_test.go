@@ -261,9 +261,12 @@ func TestKworkSendTestAndRedeliver(t *testing.T) {
 		orderReq := rc.waitFor(t, sends, wait)[sends-1]
 
 		rc.setRespond(status(200))
-		// The failure made the subscription "failing", and a failing
-		// endpoint's new deliveries wait out a 5-minute cooldown — the test
-		// event too. Clear it, as an owner who fixed the receiver would.
+		// The failure made the subscription "failing". A failing
+		// endpoint's new deliveries wait out a 5-minute cooldown, but not
+		// a test event, which goes at once
+		// (TestKworkSendTestOnFailingSubscription): clearing the failure
+		// here is what an owner who fixed the receiver does, not what lets
+		// open.ping go.
 		shop.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"enabled": true}, nil)
 		ping := shop.sendTest(ep.ID)
 		if ping == order {

@@ -98,9 +98,11 @@ var outcomeProfiles = []profileCase{
 func TestOutcomeTable(t *testing.T) {
 	t.Parallel()
 	type row struct {
-		name     string
-		respond  func(*http.Request, int) (int, http.Header)
-		standard string // retry | snooze | discard
+		name    string
+		respond func(*http.Request, int) (int, http.Header)
+		// retry | snooze (no attempt spent) | spend (an attempt spent, the
+		// next send pushed to the receiver's wait) | discard
+		standard string
 		kwork    string
 		snooze   time.Duration
 	}
@@ -110,9 +112,17 @@ func TestOutcomeTable(t *testing.T) {
 		{"503 without Retry-After", status(503), "retry", "retry", 0},
 		{"408", status(408), "retry", "retry", 0},
 		{"429 without Retry-After", status(429), "retry", "retry", 0},
-		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", "snooze", 120 * time.Second},
-		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", "snooze", 30 * time.Second},
-		{"429 with Retry-After over the 1 h cap", status(429, "Retry-After", "7200"), "snooze", "snooze", time.Hour},
+		// kwork: every send counts; a Retry-After longer than the backoff
+		// (30 s) pushes the next send later, a shorter one changes nothing.
+		{"429 with Retry-After", status(429, "Retry-After", "120"), "snooze", "spend", 120 * time.Second},
+		{"503 with Retry-After", status(503, "Retry-After", "30"), "snooze", "retry", 30 * time.Second},
+		{"429 with Retry-After over the 1 h cap", status(429, "Retry-After", "7200"), "snooze", "spend", time.Hour},
+		// No wait asked for: the floor, the first backoff step (5 s).
+		{"429 with Retry-After 0", status(429, "Retry-After", "0"), "snooze", "retry", 5 * time.Second},
+		{"503 with Retry-After a past date", status(503, "Retry-After", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)), "snooze", "retry", 5 * time.Second},
+		// Not a Retry-After: the status's own rule.
+		{"429 with a negative Retry-After", status(429, "Retry-After", "-5"), "retry", "retry", 0},
+		{"503 with a garbage Retry-After", status(503, "Retry-After", "soon"), "retry", "retry", 0},
 		{"400", status(400), "discard", "retry", 0},
 		{"401", status(401), "discard", "retry", 0},
 		{"403", status(403), "discard", "retry", 0},
@@ -181,13 +191,42 @@ func checkOutcomeRow(t *testing.T, backend dbtest.Backend, pc profileCase, respo
 			t.Fatalf("endpoint after success: %+v", e)
 		}
 	case "snooze":
-		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
+		if d.State != "pending" || d.NextAttemptAt == nil || d.Attempts != 0 {
+			t.Fatalf("snoozed delivery %+v", d)
+		}
+		j, again := snoozed(b, rc, d.JobID, first)
+		if again != nil { // a short snooze, looked at only after it ended
+			if gap := again.At.Sub(first.At); gap < snooze {
+				t.Fatalf("sent again %s after the first send, want at least %s", gap, snooze)
+			}
+			return
+		}
 		between(t, "snoozed until", j.ScheduledAt, published.Add(snooze), time.Now().Add(snooze))
 		if j.Attempt != 0 {
 			t.Fatalf("snooze spent an attempt: job attempt %d", j.Attempt)
 		}
-		if d.State != "pending" || d.NextAttemptAt == nil || d.Attempts != 0 {
-			t.Fatalf("snoozed delivery %+v", d)
+	case "spend":
+		// The answer spent the attempt: River retries at the backoff …
+		j := b.waitJob(d.JobID, waitingRetry)
+		between(t, "retry at", j.ScheduledAt, published.Add(pc.firstRetry), time.Now().Add(pc.firstRetry))
+		if j.Attempt != 1 || d.Attempts != 1 || d.State != "pending" || d.NextAttemptAt == nil {
+			t.Fatalf("spent: job attempt %d, delivery %+v", j.Attempt, d)
+		}
+		// … but the next send waits for the receiver's time: a job run
+		// before it sends nothing, and spends nothing.
+		between(t, "next attempt at", *d.NextAttemptAt, published.Add(snooze), time.Now().Add(snooze))
+		b.retryNow(d.JobID)
+		j = b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
+		near(t, "held until", j.ScheduledAt, *d.NextAttemptAt, 2*time.Second)
+		if j.Attempt != 1 || len(rc.receipts()) != 1 {
+			t.Fatalf("a job run early: attempt %d, %d sends", j.Attempt, len(rc.receipts()))
+		}
+		rc.setRespond(status(200))
+		b.clock.Advance(snooze)
+		b.retryNow(d.JobID)
+		rc.waitFor(t, 2, wait)
+		if d = b.waitDelivery(ep.ID, id, wait, func(d deliveryOut) bool { return d.State == "delivered" }); d.Attempts != 2 {
+			t.Fatalf("delivered after %d attempts, want 2", d.Attempts)
 		}
 	case "discard":
 		j := b.waitJob(d.JobID, func(j *rivertype.JobRow) bool { return j.FinalizedAt != nil })
@@ -197,6 +236,28 @@ func checkOutcomeRow(t *testing.T, backend dbtest.Backend, pc profileCase, respo
 	default:
 		t.Fatalf("unknown verdict %q", verdict)
 	}
+}
+
+// snoozed waits until the job, whose first send the receiver got at
+// first, is seen snoozed (River marks a snooze due within its scheduler's
+// 5 s interval "available" with a future scheduled_at, a later one
+// "scheduled"), or the receiver got the delivery again: again is then
+// that second send (a machine slow enough looked after a short snooze
+// ended).
+func snoozed(b *bundle, rc *receiver, jobID int64, first receipt) (j *rivertype.JobRow, again *receipt) {
+	b.t.Helper()
+	ok := eventually(wait, func() bool {
+		if got := rc.receipts(); len(got) > 1 {
+			again = &got[1]
+			return true
+		}
+		j = b.job(jobID)
+		return (j.State == rivertype.JobStateScheduled || j.State == rivertype.JobStateAvailable) && j.ScheduledAt.After(first.At)
+	})
+	if !ok {
+		b.t.Fatalf("job %d never seen snoozed: %s until %s", jobID, j.State, j.ScheduledAt)
+	}
+	return j, again
 }
 
 func TestConnectionFailureRetries(t *testing.T) {

@@ -124,6 +124,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	if err != nil {
 		return s.unsent(ctx, d, exclusive, err)
 	}
+	out = s.budget(ctx, out, p, d, job)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("hookd.delivery", d.ID), attribute.Int("http.response.status_code", out.Status), attribute.String("hookd.verdict", out.Verdict.String()))
 	res, err := s.settle(ctx, ep, d, a.Event, p, attempted{out, took, job.Attempt, job.MaxAttempts}, job.ID)
 	if err != nil {
@@ -357,5 +358,5 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
 	took := time.Since(start)
 	s.cfg.Metrics.Attempt(p.Name(), took)
-	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p.GivesUpOn), took, nil
+	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p), took, nil
 }

@@ -203,10 +203,11 @@ func (r *drainRun) send(ctx context.Context, batch []*store.AttemptInput) (sent 
 }
 
 // drainable says whether a's delivery is still one a drain sends: pending,
-// never attempted, to an enabled endpoint, its event not pruned.
+// never attempted nor held back by a Retry-After (its own job sends it,
+// and counts the snooze), to an enabled endpoint, its event not pruned.
 func drainable(a *store.AttemptInput) bool {
 	d := a.Delivery
-	return d.State == endpoint.Pending && d.Attempts == 0 && a.Endpoint.Enabled && a.Event != nil
+	return d.State == endpoint.Pending && d.Attempts == 0 && !snoozedFree(d) && a.Endpoint.Enabled && a.Event != nil
 }
 
 // sendOne sends one drained delivery and records it: a success through
@@ -224,6 +225,7 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 	if err != nil {
 		return false, true, errors.As(err, new(*rateHeld))
 	}
+	out = out.spend(p.Retry(), 0, 1) // drainable: never snoozed before
 	one := attempted{out, took, 1, p.Retry().MaxAttempts}
 	if out.Verdict == Complete {
 		r.rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: r.holder}, d.JobID)

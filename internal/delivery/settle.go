@@ -106,7 +106,7 @@ func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64,
 			rec.Error += fmt.Sprintf(" (attempts exhausted: %d)", a.attempt)
 			outcome = metrics.Failed
 		} else {
-			next := now.Add(p.Retry().After(a.attempt)).UnixMicro()
+			next := now.Add(max(p.Retry().After(a.attempt), out.Wait)).UnixMicro()
 			rec.NextAttemptAt = &next
 			outcome = metrics.Retry
 		}

@@ -65,6 +65,12 @@ type Response struct {
 	// Duration is the time from sending the request to the end of reading
 	// the (capped) body.
 	Duration time.Duration
+	// Unfinished says why the body was not read to its end (or to
+	// MaxResponseBytes): the timeout came first (it then matches
+	// context.DeadlineExceeded) or the connection broke. Nil when the
+	// answer was read whole. The status had arrived; whether an
+	// unfinished answer counts is the caller's rule.
+	Unfinished error
 }
 
 // New returns a client for cfg, filling zero fields with the defaults.
@@ -92,7 +98,7 @@ func New(cfg Config) *Client {
 	}
 	c.transport = newTransport(c.policy, cfg.Timeout)
 	c.http = &http.Client{
-		Transport:     c.transport,
+		Transport:     noReplay{c.transport},
 		CheckRedirect: c.checkRedirect(cfg.MaxRedirects),
 	}
 	return c
@@ -120,6 +126,26 @@ func newTransport(p policy, timeout time.Duration) *http.Transport {
 	}
 }
 
+// noReplay hands the transport each request without its GetBody, so the
+// transport never sends a POST again by itself. net/http re-sends a
+// request it deems replayable when a kept-alive connection breaks after
+// the request was written, and it deems a POST replayable when it carries
+// an Idempotency-Key or X-Idempotency-Key header (an endpoint's custom
+// header may be either) and a GetBody to rewind the body with. The
+// receiver may have acted on the first copy; retries are River's, counted
+// and recorded. The client keeps GetBody on its own request: a 307 or 308
+// redirect is a new request it makes, and still carries the body.
+type noReplay struct{ t http.RoundTripper }
+
+func (n noReplay) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.GetBody == nil {
+		return n.t.RoundTrip(req)
+	}
+	once := *req // a shallow copy: RoundTrip must not change the caller's request
+	once.GetBody = nil
+	return n.t.RoundTrip(&once)
+}
+
 // checkRedirect follows at most limit redirects, to http or https only, and
 // refuses non-canonical numeric hosts; each hop is dialed through the guard.
 // Past the limit the redirect response itself is returned.
@@ -141,7 +167,9 @@ func (c *Client) checkRedirect(limit int) func(*http.Request, []*http.Request) e
 // Post sends body to url with header (cloned; User-Agent added if absent)
 // and returns the receiver's status and headers. The response body is read
 // up to MaxResponseBytes and discarded; a failure while reading it is not
-// an error, because the status has already arrived. Post never retries.
+// an error, because the status has already arrived: it is reported in
+// [Response.Unfinished]. Post never retries, nor lets the transport
+// re-send (see noReplay).
 //
 // Errors wrap [ErrInvalidURL] for a malformed url and [ErrBlocked] when the
 // egress policy refused a destination (including a redirect hop); a timeout
@@ -204,12 +232,13 @@ func (c *Client) PostReleasing(ctx context.Context, url string, header http.Head
 	}
 	// Drain up to the cap so a small body leaves the connection reusable;
 	// closing a longer body drops the connection instead of reading on.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
+	_, unfinished := io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
 	_ = resp.Body.Close()
 	return Response{
 		StatusCode: resp.StatusCode,
 		Header:     resp.Header,
 		Duration:   time.Since(start),
+		Unfinished: unfinished,
 	}, nil
 }
 

@@ -297,6 +297,9 @@ func TestPostBodyCapped(t *testing.T) {
 	if res.StatusCode != http.StatusAccepted || res.Header.Get("X-Receiver") != "big" {
 		t.Errorf("Post = %+v, want 202 with X-Receiver", res)
 	}
+	if res.Unfinished != nil {
+		t.Errorf("Unfinished = %v: a body read to the cap is an answer read whole", res.Unfinished)
+	}
 	if sent := <-stopped; sent <= DefaultMaxResponseBytes {
 		t.Errorf("receiver stopped after %d bytes, want more than the cap", sent)
 	}
@@ -376,6 +379,84 @@ func TestPostSlowBodyKeepsStatus(t *testing.T) {
 	res, err := c.Post(t.Context(), rcv.URL, nil, nil)
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("Post = %+v, %v, want 200: the status arrived before the body stalled", res, err)
+	}
+	// The answer was not read to its end: the caller is told, as a timeout.
+	if !errors.Is(res.Unfinished, context.DeadlineExceeded) {
+		t.Fatalf("Unfinished = %v, want the deadline", res.Unfinished)
+	}
+}
+
+// TestPostBodyCutShort: a body that ends before its Content-Length (the
+// receiver hung up mid-answer) is reported unfinished, not as the
+// deadline.
+func TestPostBodyCutShort(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	})
+	c := New(Config{Allow: allowList(t, "127.0.0.1")})
+	res, err := c.Post(t.Context(), rcv.URL, nil, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("Post = %+v, %v, want 200", res, err)
+	}
+	if res.Unfinished == nil || errors.Is(res.Unfinished, context.DeadlineExceeded) {
+		t.Fatalf("Unfinished = %v, want a broken read that is not the deadline", res.Unfinished)
+	}
+}
+
+// TestPostNeverReplays: the receiver reads a request on a kept-alive
+// connection and hangs up without answering. net/http's transport sends
+// such a request again on a new connection when it deems it replayable,
+// which it does for a POST with an Idempotency-Key or X-Idempotency-Key
+// header. The receiver must get it once: hookd's retries are River's.
+func TestPostNeverReplays(t *testing.T) {
+	t.Parallel()
+	for _, header := range []string{"", "Idempotency-Key", "X-Idempotency-Key"} {
+		t.Run("header "+header, func(t *testing.T) {
+			t.Parallel()
+			var got atomic.Int64
+			rcv := newReceiver(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				if got.Add(1) == 1 {
+					w.WriteHeader(http.StatusNoContent) // the first: answered, the connection kept
+					return
+				}
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				_ = conn.Close() // every later one: read, then hung up on
+			})
+			c := New(Config{Allow: allowList(t, "127.0.0.1")})
+			h := http.Header{}
+			if header != "" {
+				h.Set(header, "order-1")
+			}
+			var reused []bool
+			ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+				GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) },
+			})
+			if _, err := c.Post(ctx, rcv.URL, h, []byte(`{"n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Post(ctx, rcv.URL, h, []byte(`{"n":2}`)); err == nil {
+				t.Fatal("Post of a request the receiver hung up on succeeded")
+			}
+			if len(reused) < 2 || !reused[1] {
+				t.Fatalf("connections %v: the second request must go on the kept-alive one", reused)
+			}
+			if n := got.Load(); n != 2 {
+				t.Fatalf("receiver got %d requests, want 2: the transport sent the second again by itself", n)
+			}
+		})
 	}
 }
 

@@ -15,5 +15,7 @@
 // [CheckURL] validates endpoint URLs when they are created; it does not
 // resolve hostnames, because the connect-time check is the real guard.
 //
-// The client never retries on its own: retries belong to the job engine.
+// The client never retries on its own, nor lets net/http's transport send a
+// request again (it would for a POST with an Idempotency-Key header):
+// retries belong to the job engine.
 package egress

@@ -19,7 +19,9 @@ import (
 // deliveries, 6 sends over about 7h12m, and a 50-record delivery log.
 type Kwork struct{}
 
-// KworkRetry is 30s, 2m, 10m, 1h, 6h; 6 sends in all.
+// KworkRetry is 30s, 2m, 10m, 1h, 6h; 6 sends in all, every one counted:
+// a Retry-After may push the next send later, never add one (no free
+// snoozes).
 var KworkRetry = Retry{
 	Backoffs:    []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour},
 	MaxAttempts: 6,
@@ -69,6 +71,10 @@ func (Kwork) LogWindow() int { return 50 }
 // 4xx included (a 401 or 404 while the receiver deploys must not lose the
 // event).
 func (Kwork) GivesUpOn(int) bool { return false }
+
+// WholeAnswer is true: a receiver that "has not finished answering within
+// 10 s" (a 2xx whose body stalls past the timeout included) is retried.
+func (Kwork) WholeAnswer() bool { return true }
 
 // MaxInFlight is the endpoint's setting, DefaultKworkInFlight when unset.
 func (Kwork) MaxInFlight(setting int) int {

@@ -43,6 +43,11 @@ type Profile interface {
 	// retrying it (standard: 4xx other than 408/429, and unfollowed 3xx;
 	// kwork: never, every non-2xx is retried).
 	GivesUpOn(status int) bool
+	// WholeAnswer is the profile's rule for an answer whose body was not
+	// read to its end (or the read cap) within the HTTP timeout: true, the
+	// send failed (a timeout, retried) whatever its status (kwork: "10 秒内没有答完");
+	// false, the status decides (standard).
+	WholeAnswer() bool
 	// MaxInFlight returns how many deliveries may be in flight to one
 	// endpoint given the endpoint's setting (0 = default); 1 is a lease.
 	MaxInFlight(setting int) int
@@ -68,11 +73,28 @@ type Profile interface {
 }
 
 // Retry is a retry schedule: Backoffs[i] is the wait after the (i+1)th
-// failed send; past the list the last entry repeats. MaxAttempts counts sends.
+// failed send; past the list the last entry repeats. MaxAttempts counts
+// the sends that spend an attempt.
 type Retry struct {
 	Backoffs    []time.Duration
 	MaxAttempts int
+	// FreeSnoozes is how many times a receiver's Retry-After (a 429 or 503
+	// saying when to come back) may hold a delivery back without spending
+	// an attempt. Past it, each such answer spends one, like any failure,
+	// and the next send waits the longer of the backoff and the receiver's
+	// wait: a delivery a receiver keeps telling to wait ends, after at
+	// most MostSends sends. Zero: every send spends an attempt (kwork).
+	FreeSnoozes int
 }
+
+// Floor is the shortest wait before a delivery is sent again after a
+// Retry-After: the first backoff step. A receiver asking for less (0, a
+// date already past) waits this long, as after any failure.
+func (r Retry) Floor() time.Duration { return r.After(1) }
+
+// MostSends is the most sends one delivery gets: its free snoozes and its
+// attempts.
+func (r Retry) MostSends() int { return r.FreeSnoozes + r.MaxAttempts }
 
 // After returns the wait after the nth failed send (n ≥ 1).
 func (r Retry) After(n int) time.Duration {

@@ -291,6 +291,30 @@ func TestRetrySchedules(t *testing.T) {
 	}
 }
 
+// TestRetryAfterBudget: the floor under a Retry-After is the first
+// backoff step; the standard profile lets a receiver's Retry-After hold a
+// delivery back 10 times for free, kwork never (every send counts), so a
+// delivery ends after 28 sends at most (standard) or exactly 6 (kwork).
+func TestRetryAfterBudget(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name            string
+		r               Retry
+		floor           time.Duration
+		free, mostSends int
+	}{
+		{"standard", Standard{}.Retry(), 5 * time.Second, 10, 28},
+		{"kwork", Kwork{}.Retry(), 30 * time.Second, 0, 6},
+	} {
+		if got := c.r.Floor(); got != c.floor {
+			t.Errorf("%s: floor %s, want %s", c.name, got, c.floor)
+		}
+		if c.r.FreeSnoozes != c.free || c.r.MostSends() != c.mostSends {
+			t.Errorf("%s: %d free snoozes, %d sends at most; want %d, %d", c.name, c.r.FreeSnoozes, c.r.MostSends(), c.free, c.mostSends)
+		}
+	}
+}
+
 func TestProfileSettings(t *testing.T) {
 	t.Parallel()
 	k, s := Kwork{}, Standard{}
@@ -309,6 +333,11 @@ func TestProfileSettings(t *testing.T) {
 	}
 	if k.LogWindow() != 50 || s.LogWindow() != 0 {
 		t.Errorf("log windows %d, %d", k.LogWindow(), s.LogWindow())
+	}
+	// kwork: a 2xx not answered to its end in 10 s is retried; standard:
+	// the status decides.
+	if !k.WholeAnswer() || s.WholeAnswer() {
+		t.Errorf("whole answer: kwork %v, standard %v; want true, false", k.WholeAnswer(), s.WholeAnswer())
 	}
 	if _, err := Default().Get("kwork"); err != nil {
 		t.Error(err)

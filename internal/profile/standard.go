@@ -18,10 +18,12 @@ import (
 // about 5.3 days.
 type Standard struct{}
 
-// StandardRetry is 5s, 5m, 30m, 2h, 5h, then 10h each; 18 sends in all.
+// StandardRetry is 5s, 5m, 30m, 2h, 5h, then 10h each; 18 attempts in
+// all, besides up to 10 Retry-After snoozes that spend none.
 var StandardRetry = Retry{
 	Backoffs:    []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour},
 	MaxAttempts: 18,
+	FreeSnoozes: 10,
 }
 
 // Name is "standard".
@@ -63,6 +65,11 @@ func (Standard) Excluded(string, *owner.Owner) bool { return false }
 func (Standard) GivesUpOn(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
+
+// WholeAnswer is false: the status decides. A 2xx whose body then stalls
+// past the timeout is delivered: the receiver accepted the event, and
+// sending it again would only make it deduplicate one more copy.
+func (Standard) WholeAnswer() bool { return false }
 
 // Signing offers Ed25519 besides HMAC, and rotations that overlap (the header is
 // a list, and every Standard Webhooks verifier accepts any entry).
