@@ -3,6 +3,7 @@ package hookd_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -52,6 +53,7 @@ type hangingReceiver struct {
 func newHangingReceiver(t *testing.T) *hangingReceiver {
 	hr := &hangingReceiver{attempts: map[string]int{}, release: make(chan struct{})}
 	hr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so an abandoned request is noticed
 		hr.mu.Lock()
 		hr.attempts[r.Header.Get("webhook-id")]++
 		hr.mu.Unlock()

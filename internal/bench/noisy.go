@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -36,6 +37,9 @@ func startDeadReceiver() (*deadReceiver, error) {
 	}
 	d := &deadReceiver{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
 	d.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		// Read the request first: the server notices a client that hangs
+		// up (hookd's timeout) only once the body is read.
+		_, _ = io.Copy(io.Discard, r.Body)
 		d.requests.Add(1)
 		d.hanging.Add(1)
 		defer d.hanging.Add(-1)
