@@ -1,7 +1,7 @@
 // Command hookd is the webhook delivery server and its tools.
 //
 //	hookd serve      run the API and the delivery workers
-//	hookd migrate    apply database migrations
+//	hookd migrate    apply database migrations, or list them (status)
 //	hookd apikey     create, list or revoke API keys
 //	hookd owner      create owners
 //	hookd listen     a local receiver that verifies and prints deliveries
@@ -28,7 +28,8 @@ const usage = `usage: hookd <command> [flags]
 
 commands:
   serve     run the admin/publish API and the delivery workers
-  migrate   apply hookd's and River's migrations (idempotent)
+  migrate   apply hookd's and River's migrations (idempotent); status lists
+            them, up --dry-run prints their SQL
   apikey    create | list | revoke API keys
   owner     create owners
   listen    run a local receiver that verifies and prints deliveries
