@@ -21,6 +21,8 @@ var commands = []struct {
 	{[]string{"migrate"}, "runs"},
 	{[]string{"migrate", "up"}, "runs"},
 	{[]string{"migrate", "status"}, "runs"},
+	{[]string{"backup"}, "usage"},
+	{[]string{"restore"}, "usage"},
 	{[]string{"apikey"}, "usage"},
 	{[]string{"apikey", "create"}, "usage"},
 	{[]string{"apikey", "list"}, "runs"},

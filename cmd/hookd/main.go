@@ -2,6 +2,8 @@
 //
 //	hookd serve      run the API and the delivery workers
 //	hookd migrate    apply database migrations, or list them (status)
+//	hookd backup     copy a live SQLite database to a backup file
+//	hookd restore    write a backup to a new SQLite database
 //	hookd apikey     create, list or revoke API keys
 //	hookd owner      create owners
 //	hookd listen     a local receiver that verifies and prints deliveries
@@ -30,6 +32,8 @@ commands:
   serve     run the admin/publish API and the delivery workers
   migrate   apply hookd's and River's migrations (idempotent); status lists
             them, up --dry-run prints their SQL
+  backup    copy a live SQLite database to a file (the master key is not in it)
+  restore   write a backup to a new SQLite database (checks it and the key)
   apikey    create | list | revoke API keys
   owner     create owners
   listen    run a local receiver that verifies and prints deliveries
@@ -64,6 +68,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = serve(ctx, rest, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, rest, stdout, stderr)
+	case "backup":
+		err = backupCmd(ctx, rest, stdout, stderr)
+	case "restore":
+		err = restoreCmd(ctx, rest, stdout, stderr)
 	case "apikey":
 		err = apikey(ctx, rest, stdout, stderr)
 	case "owner":
