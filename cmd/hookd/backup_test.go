@@ -282,6 +282,11 @@ func TestRestoreRefusals(t *testing.T) {
 	}
 	foreign := filepath.Join(t.TempDir(), "other.db") // an SQLite file of someone else's
 	execSQLite(t, foreign, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`)
+	riverOnly := filepath.Join(t.TempDir(), "river.db") // a River application's database, not hookd's
+	execSQLite(t, riverOnly, `CREATE TABLE river_migration (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`)
+	damaged := filepath.Join(t.TempDir(), "damaged.db") // a backup with a page overwritten
+	copyFile(t, backup, damaged)
+	damage(t, damaged)
 	newer := filepath.Join(t.TempDir(), "newer.db") // a backup of a hookd with migration 999
 	copyFile(t, backup, newer)
 	execSQLite(t, newer, `INSERT INTO hookd_migrations (version, applied_at) VALUES (999, 0)`)
@@ -299,6 +304,8 @@ func TestRestoreRefusals(t *testing.T) {
 		{"no backup file", []string{"--from", filepath.Join(src, "missing.db")}, 1, "no such file"},
 		{"not SQLite", []string{"--from", junk}, 1, "not a hookd backup: not an SQLite file"},
 		{"SQLite but not hookd", []string{"--from", foreign}, 1, "without hookd's tables"},
+		{"River's but not hookd's", []string{"--from", riverOnly}, 1, "without hookd's tables"},
+		{"damaged", []string{"--from", damaged}, 1, "damaged"},
 		{"a newer hookd's backup", []string{"--from", newer}, 1, "written by a newer hookd: it records hookd migrations [999]"},
 		{"no master key", []string{"--from", backup}, 1, "no master key"},
 		{"the wrong master key", []string{"--from", backup, "--master-key-file", wrongKey}, 1, "is not the key of the hookd that wrote the backup"},
@@ -321,6 +328,16 @@ func TestRestoreRefusals(t *testing.T) {
 	code, out := hookdRun("restore", "--from", backup, "--db", db)
 	if code != 1 || !strings.Contains(out, "exists: hookd restore writes only a new database") {
 		t.Errorf("restore over a stopped database: exit %d:\n%s", code, out)
+	}
+	// Nor is a stale -wal left beside a missing database (SQLite would
+	// replay it into the restored file).
+	stale := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stale, "hookd.db-wal"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out = hookdRun("restore", "--from", backup, "--db", filepath.Join(stale, "hookd.db"), "--ignore-key")
+	if code != 1 || !strings.Contains(out, "hookd.db-wal exists") {
+		t.Errorf("restore beside a stale -wal: exit %d:\n%s", code, out)
 	}
 	// A backup never overwrites a file, and leaves no partial one.
 	code, out = hookdRun("backup", "--db", db, "--to", backup)
@@ -398,6 +415,25 @@ func execSQLite(t *testing.T, path, stmt string) {
 	}
 	defer db.Close()
 	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damage overwrites a page in the middle of the SQLite file at path: the
+// header still says SQLite, the page no longer holds together.
+func damage(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xff", page)), st.Size()/page/2*page); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -151,7 +151,7 @@ func InspectBackup(ctx context.Context, path string) (*BackupInfo, error) {
 	db.SetMaxOpenConns(1)
 	var check string
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check(1)`).Scan(&check); err != nil {
-		return nil, fmt.Errorf("backup %s: %w: %v", path, ErrNotBackup, err)
+		return nil, fmt.Errorf("backup %s is damaged: %w", path, err)
 	}
 	if check != "ok" {
 		return nil, fmt.Errorf("backup %s is damaged (integrity_check: %s)", path, check)
