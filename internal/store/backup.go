@@ -61,7 +61,7 @@ var ErrNewerBackup = errors.New("written by a newer hookd")
 // BackupSQLite copies the live SQLite database at src to the new file
 // dst, consistently, and checks the copy. It never overwrites dst, and on
 // failure leaves no file behind.
-func BackupSQLite(ctx context.Context, src, dst string) (*BackupInfo, error) {
+func BackupSQLite(ctx context.Context, src, dst string) (_ *BackupInfo, err error) {
 	if _, err := os.Stat(src); err != nil {
 		return nil, fmt.Errorf("database %s: %w", src, err)
 	}
@@ -77,7 +77,7 @@ func BackupSQLite(ctx context.Context, src, dst string) (*BackupInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	if err := hasHookdTables(ctx, db, src); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func InspectBackup(ctx context.Context, path string) (*BackupInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", path, err)
 	}
-	defer db.Close()
+	defer db.Close() //nolint:errcheck // read-only and immutable: nothing to flush or lose
 	db.SetMaxOpenConns(1)
 	var check string
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check(1)`).Scan(&check); err != nil {
@@ -219,7 +219,7 @@ func (b *BackupInfo) readDeliveries(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("backup %s: deliveries: %w", b.Path, err)
 	}
-	defer rows.Close()
+	defer rows.Close() //nolint:errcheck // rows.Err reports what went wrong reading
 	for rows.Next() {
 		var state string
 		var n int
@@ -319,7 +319,7 @@ func copyNew(from, to string) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer src.Close() //nolint:errcheck // read only: dst's Close is the one that matters
 	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -363,7 +363,7 @@ func sqlInts(ctx context.Context, db *sql.DB, query string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", query, err)
 	}
-	defer rows.Close()
+	defer rows.Close() //nolint:errcheck // rows.Err reports what went wrong reading
 	var out []int
 	for rows.Next() {
 		var v int
