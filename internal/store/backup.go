@@ -62,7 +62,9 @@ var ErrNewerBackup = errors.New("written by a newer hookd")
 // dst, consistently, and checks the copy. It never overwrites dst, and on
 // failure leaves no file behind.
 func BackupSQLite(ctx context.Context, src, dst string) (_ *BackupInfo, err error) {
-	if _, err := os.Stat(src); err != nil {
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s (no such file): check --db", src)
+	} else if err != nil {
 		return nil, fmt.Errorf("database %s: %w", src, err)
 	}
 	if err := mustNotExist(dst, "hookd backup never overwrites a file: choose a new name"); err != nil {
@@ -126,7 +128,9 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // it. It opens the file read-only and changes nothing.
 func InspectBackup(ctx context.Context, path string) (*BackupInfo, error) {
 	st, err := os.Stat(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("backup %s: no such file: check --from", path)
+	} else if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", path, err)
 	}
 	if st.IsDir() {
