@@ -2,15 +2,20 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-ts ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
+.PHONY: help test test-go test-helm test-ts ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet lint ts-build mcp-client test-go test-ts ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), TypeScript SDK tests, the official MCP client
+test: vet lint ts-build mcp-client test-go test-helm test-ts ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), the Helm chart, TypeScript SDK tests, the official MCP client
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+
+# The Helm chart's tests are a module of their own (deploy/helm/go.mod), so
+# Helm and the Kubernetes API types stay out of hookd's module graph.
+test-helm: ## the Helm chart without a cluster: helm lint --strict, helm template per example values file, every object decoded strictly into its Kubernetes API type
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ts-build: ## install and build the TypeScript SDK (the Go cross-language test uses it)
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build

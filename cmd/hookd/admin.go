@@ -11,31 +11,7 @@ import (
 
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 )
-
-func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := cliflag.New("migrate", "hookd migrate [flags]", "Applies hookd's and River's migrations (idempotent; safe to run concurrently).")
-	var f dbFlags
-	f.register(fs.FlagSet)
-	if _, err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := f.logger(stderr)
-	if err != nil {
-		return fs.Errorf("%v", err)
-	}
-	db, err := store.Open(ctx, store.Config{URL: f.db, Schema: f.schema, Log: log})
-	if err != nil {
-		return err
-	}
-	defer closing(&err, db)
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "migrations applied")
-	return nil
-}
 
 // openOps opens the database with the full library so admin commands use
 // the same ops as the API (no workers).

@@ -19,6 +19,10 @@ var commands = []struct {
 }{
 	{[]string{"serve"}, ""},
 	{[]string{"migrate"}, "runs"},
+	{[]string{"migrate", "up"}, "runs"},
+	{[]string{"migrate", "status"}, "runs"},
+	{[]string{"backup"}, "usage"},
+	{[]string{"restore"}, "usage"},
 	{[]string{"apikey"}, "usage"},
 	{[]string{"apikey", "create"}, "usage"},
 	{[]string{"apikey", "list"}, "runs"},

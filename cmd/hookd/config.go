@@ -51,16 +51,24 @@ func (f *dbFlags) isPostgres() bool {
 
 // masterKey loads HOOKD_MASTER_KEY, or the key file (created on first start).
 func (f *dbFlags) masterKey(log *slog.Logger) ([]byte, error) {
-	path := f.masterKeyFile
-	if path == "" {
-		if f.isPostgres() {
-			path = "hookd.key"
-		} else {
-			path = filepath.Join(filepath.Dir(strings.TrimPrefix(f.db, "sqlite:")), "hookd.key")
-		}
-	}
-	return endpoint.LoadMasterKey(os.Getenv("HOOKD_MASTER_KEY"), path, log)
+	return endpoint.LoadMasterKey(os.Getenv("HOOKD_MASTER_KEY"), f.masterKeyPath(), log)
 }
+
+// masterKeyPath is the key file the flags name: --master-key-file, or
+// hookd.key beside the SQLite file (in the working directory for
+// PostgreSQL).
+func (f *dbFlags) masterKeyPath() string {
+	switch {
+	case f.masterKeyFile != "":
+		return f.masterKeyFile
+	case f.isPostgres():
+		return "hookd.key"
+	}
+	return filepath.Join(filepath.Dir(f.sqlitePath()), "hookd.key")
+}
+
+// sqlitePath is the SQLite file --db names.
+func (f *dbFlags) sqlitePath() string { return strings.TrimPrefix(f.db, "sqlite:") }
 
 // config builds the library config the flags describe.
 func (f *dbFlags) config(log *slog.Logger) (hookd.Config, error) {

@@ -1,7 +1,9 @@
 // Command hookd is the webhook delivery server and its tools.
 //
 //	hookd serve      run the API and the delivery workers
-//	hookd migrate    apply database migrations
+//	hookd migrate    apply database migrations, or list them (status)
+//	hookd backup     copy a live SQLite database to a backup file
+//	hookd restore    write a backup to a new SQLite database
 //	hookd apikey     create, list or revoke API keys
 //	hookd owner      create owners
 //	hookd catalog    list the shared event types, or remove some
@@ -29,7 +31,10 @@ const usage = `usage: hookd <command> [flags]
 
 commands:
   serve     run the admin/publish API and the delivery workers
-  migrate   apply hookd's and River's migrations (idempotent)
+  migrate   apply hookd's and River's migrations (idempotent); status lists
+            them, up --dry-run prints their SQL
+  backup    copy a live SQLite database to a file (the master key is not in it)
+  restore   write a backup to a new SQLite database (checks it and the key)
   apikey    create | list | revoke API keys
   owner     create owners
   catalog   list | remove the shared event types every process offers
@@ -65,6 +70,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = serve(ctx, rest, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, rest, stdout, stderr)
+	case "backup":
+		err = backupCmd(ctx, rest, stdout, stderr)
+	case "restore":
+		err = restoreCmd(ctx, rest, stdout, stderr)
 	case "apikey":
 		err = apikey(ctx, rest, stdout, stderr)
 	case "owner":

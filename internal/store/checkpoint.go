@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 )
@@ -48,7 +47,7 @@ type checkpointer struct {
 // an in-memory database or when its connection cannot be opened (main then
 // checkpoints itself as SQLite does by default).
 func startCheckpointer(ctx context.Context, main *sql.DB, path string, log *slog.Logger) *checkpointer {
-	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
+	if inMemory(path) {
 		return nil
 	}
 	db, err := sql.Open(CachingSQLiteDriver, "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)")

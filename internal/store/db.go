@@ -75,6 +75,7 @@ type DB struct {
 	log    *slog.Logger
 	sqlDB  *sql.DB
 	ckpt   *checkpointer // SQLite files hookd opened: WAL checkpoints off the writers' path (checkpoint.go)
+	lock   *fileLock     // SQLite files hookd opened: the shared lock a restore waits for (sqlitelock.go)
 	pool   *pgxpool.Pool
 	fgPool *pgxpool.Pool // the API's own connections (foreground.go); nil: none
 	base   querier
@@ -117,11 +118,19 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 }
 
 func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
+	var lock *fileLock
+	if !inMemory(path) {
+		var err error
+		if lock, err = lockShared(path); err != nil {
+			return nil, err
+		}
+	}
 	sqlDB, err := OpenSQLite(ctx, path)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lock.Release())
 	}
 	db := newSQLiteDB(sqlDB, path, log)
+	db.lock = lock
 	db.ckpt = startCheckpointer(ctx, sqlDB, path, log)
 	return db, nil
 }
@@ -266,7 +275,7 @@ func (db *DB) Close() error {
 			db.log.Warn("sqlite: close the checkpointer's connection", "error", err)
 		}
 	}
-	return db.sqlDB.Close()
+	return errors.Join(db.sqlDB.Close(), db.lock.Release())
 }
 
 // SQLDB returns the SQLite *sql.DB (nil on PostgreSQL), for library users who

@@ -26,3 +26,7 @@ const (
 // WithDeliverySQL is EndpointsWithDelivery's statement for n endpoints ($1
 // the event, then the endpoints).
 func WithDeliverySQL(n int) string { return withDeliverySQL(n) }
+
+// LockForRestore takes the lock hookd restore holds on the SQLite file at
+// path.
+func LockForRestore(path string) (interface{ Release() error }, error) { return lockExclusive(path) }

@@ -5,14 +5,10 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -41,7 +37,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID)) //nolint:errcheck // released with the session anyway
-	m, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Schema: db.schema, Logger: db.quietLog()})
+	m, err := db.riverMigrator()
 	if err != nil {
 		return fmt.Errorf("migrate river: %w", err)
 	}
@@ -132,21 +128,12 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	files, err := hookdMigrations()
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
 	for _, f := range files {
-		name := strings.TrimPrefix(f, "migrations/")
-		version, err := strconv.Atoi(name[:strings.IndexByte(name, '_')])
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: bad name", name)
-		}
-		body, err := migrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
+		version, name, body := f.version, f.name, f.body
 		did := false
 		err = inTx(ctx, func(q *Q) error {
 			var n int
@@ -157,9 +144,9 @@ func (db *DB) migrateHookd(ctx context.Context, inTx func(context.Context, func(
 			if n > 0 {
 				return nil
 			}
-			for _, stmt := range db.statementsOf(string(body)) {
+			for _, stmt := range db.statementsOf(body) {
 				if _, err := q.exec(ctx, stmt); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("migration %03d_%s: %w", version, name, err)
 				}
 			}
 			_, err := q.exec(ctx, `INSERT INTO hookd_migrations (version, applied_at) VALUES ($1, $2)`, version, ts(time.Now()))
@@ -187,7 +174,7 @@ func (db *DB) MigrationCount(ctx context.Context) (int, error) {
 // MigrationsPending returns how many of this binary's hookd migrations the
 // database has not applied (0: current; run `hookd migrate` otherwise).
 func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	files, err := hookdMigrations()
 	if err != nil {
 		return 0, err
 	}
@@ -198,8 +185,7 @@ func (db *DB) MigrationsPending(ctx context.Context) (int, error) {
 	}
 	have := setOf(versions)
 	for _, f := range files {
-		name := strings.TrimPrefix(f, "migrations/")
-		if v, err := strconv.Atoi(name[:strings.IndexByte(name, '_')]); err == nil && have[v] {
+		if have[f.version] {
 			applied++
 		}
 	}
