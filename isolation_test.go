@@ -21,8 +21,14 @@ import (
 
 // isoWorkers is the healthy lane's workers in these tests: as many as the
 // noisy owner has dead endpoints, so without the owner's share and the
-// slow lane its first attempts take every worker.
-const isoWorkers = 6
+// slow lane its first attempts take every worker. isoSlowWorkers is the
+// slow lane's. An owner holds at most isoShare of them at once: its share
+// of each lane.
+const (
+	isoWorkers     = 6
+	isoSlowWorkers = 2
+	isoShare       = isoWorkers/2 + isoSlowWorkers/2
+)
 
 // isoConfig gives the tests an HTTP timeout longer than any of them
 // waits, so a dead receiver's attempts hang, each holding its worker,
@@ -31,7 +37,7 @@ const isoWorkers = 6
 // bench --noisy, docs/performance.md).
 func isoConfig(share float64) func(*hookd.Config) {
 	return func(c *hookd.Config) {
-		c.Workers = isoWorkers
+		c.Workers, c.SlowWorkers = isoWorkers, isoSlowWorkers
 		c.OwnerShare = share
 		c.HTTPTimeout, c.JobTimeout, c.LeaseFor = 30*time.Second, 35*time.Second, 40*time.Second
 		c.RescueStuckJobsAfter = 90 * time.Second
@@ -179,9 +185,8 @@ func TestDeadOwnerDoesNotStallOthers(t *testing.T) {
 		if int(hanging) != tried {
 			t.Fatalf("%d of noisy's %d attempts ended before calm was delivered: calm waited for them, or they were not hanging", tried-int(hanging), tried)
 		}
-		share := int(isoWorkers * hookd.DefaultOwnerShare)
-		if most := s.dead.most.Load(); int(most) != share {
-			t.Fatalf("noisy held %d workers at most; want its share, %d of %d", most, share, isoWorkers)
+		if most := s.dead.most.Load(); int(most) != isoShare {
+			t.Fatalf("noisy held %d workers at most; want its share of each lane, %d of %d", most, isoShare, isoWorkers+isoSlowWorkers)
 		}
 		checkOperatorSeesNoisy(t, s.b)
 		// Every noisy delivery gets its attempt once its receiver
@@ -208,7 +213,7 @@ func TestDeadOwnerAcrossProcesses(t *testing.T) {
 	if int(hanging) != tried {
 		t.Fatalf("%d of noisy's %d attempts ended before calm was delivered", tried-int(hanging), tried)
 	}
-	want := 2 * int(isoWorkers*hookd.DefaultOwnerShare)
+	want := 2 * isoShare
 	if !eventually(20*time.Second, func() bool { return int(s.dead.most.Load()) == want }) || int(s.dead.most.Load()) != want {
 		t.Fatalf("noisy held %d workers at most across the two processes; want its share of each, %d", s.dead.most.Load(), want)
 	}
@@ -286,8 +291,8 @@ func TestSlowOwnerDoesNotStallOthers(t *testing.T) {
 		if worst >= delay/2 {
 			t.Fatalf("a healthy owner's delivery took %s beside the slow owner's backlog: it waited behind a %s attempt", worst, delay)
 		}
-		if most := slow.maxInFl.Load(); int(most) > isoWorkers/2 {
-			t.Fatalf("the slow owner held %d workers at once; its share is %d", most, isoWorkers/2)
+		if most, share := slow.maxInFl.Load(), isoWorkers/2+slowEndpoints/2; int(most) > share {
+			t.Fatalf("the slow owner held %d workers at once; its share of the two lanes is %d", most, share)
 		}
 		slow.waitFor(t, slowEndpoints, 60*time.Second)
 		ok := eventually(30*time.Second, func() bool {

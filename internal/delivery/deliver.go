@@ -83,7 +83,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	ownerID, known := s.shares.ownerOf(endpointID)
 	if known { // the owner's share first: a job over it costs no query
 		if !s.shares.take(lane, ownerID) {
-			return s.overShare(job)
+			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ownerID)
 	}
@@ -109,12 +109,12 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	if !known {
 		s.shares.remember(endpointID, ep.OwnerID)
 		if !s.shares.take(lane, ep.OwnerID) {
-			return s.overShare(job)
+			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ep.OwnerID)
 	}
-	if right := laneOf(ep); right != lane && isLane(lane) {
-		return s.wrongLane(ctx, job, right)
+	if lane == QueueDeliver && laneOf(ep) == QueueDeliverSlow {
+		return s.toSlowLane(ctx, job) // the endpoint turned slow after the fanout wrote this job
 	}
 	exclusive := p.MaxInFlight(ep.MaxInFlight) == 1
 	if done, ret := s.mayGo(ctx, d, ep, exclusive, now); done {

@@ -26,13 +26,15 @@ import (
 //     endpoint's waiting jobs; a job fetched in the wrong lane moves itself
 //     before it takes anything.
 //   - Shares. In each lane of a process, one owner holds at most
-//     OwnerShare of the lane's workers; a job of an owner at its share
-//     snoozes (River spends no attempt on a snooze), for longer each time
-//     it meets the share again. So a burst of one owner, and the first
-//     attempts of endpoints nobody knows yet to be dead, leave the rest
-//     of the lane to the others. Each process keeps its own count: each
-//     keeps the others' part of its own workers, which is what isolation
-//     needs, at no cost on the hot path.
+//     OwnerShare of the lane's workers. A job of an owner at its share in
+//     the healthy lane moves to the slow lane (once: the healthy lane's
+//     queue, which River fetches in order, is not filled with a burst
+//     coming due again and again); in the slow lane it snoozes (River
+//     spends no attempt on a snooze), for longer each time. So a burst of
+//     one owner, and the first attempts of endpoints nobody knows yet to
+//     be dead, leave the rest of the healthy lane to the others. Each
+//     process keeps its own count: each keeps the others' part of its own
+//     workers, which is what isolation needs, at no cost on the hot path.
 
 // QueueDeliverSlow is the slow lane's River queue.
 const QueueDeliverSlow = "deliver_slow"
@@ -51,10 +53,6 @@ func laneOf(ep *endpoint.Endpoint) string {
 	}
 	return QueueDeliver
 }
-
-// isLane says whether queue is one of the delivery lanes (a library
-// user's River may run hookd's jobs in queues of its own: they stay put).
-func isLane(queue string) bool { return queue == QueueDeliver || queue == QueueDeliverSlow }
 
 // shares counts each owner's jobs in flight per lane, in this process.
 type shares struct {
@@ -159,26 +157,35 @@ func (sh *shares) top(n int) ([]OwnerInFlight, map[string]int) {
 // operator's view of who holds the workers.
 func (s *Service) InFlight(n int) ([]OwnerInFlight, map[string]int) { return s.shares.top(n) }
 
-// overShare is the snooze of a job whose owner holds its share of the
-// lane: 100 ms the first time, doubling with each snooze the job has had
-// (River counts them in its metadata), up to BusySnooze × 5, with a
-// quarter of jitter so a burst does not come back at once.
-func (s *Service) overShare(job *river.Job[DeliverArgs]) error {
+// overShare is the return of a job whose owner holds its share of the
+// lane. In the healthy lane the job moves to the slow lane, where it
+// waits its turn: the healthy lane's queue, which River fetches in order,
+// is then not filled with a burst's jobs coming due again and again ahead
+// of other owners' (each visits it once), and the burst uses the slow
+// lane's idle workers. In the slow lane it snoozes (no attempt spent):
+// 100 ms the first time, doubling with each snooze the job has had (River
+// counts them in its metadata), up to BusySnooze × 5, with a quarter of
+// jitter so a burst does not come back at once.
+func (s *Service) overShare(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s.cfg.Metrics.OverShare(job.Queue)
+	if job.Queue == QueueDeliver {
+		return s.toSlowLane(ctx, job)
+	}
 	n := min(snoozesOf(job.Metadata), 10)
 	wait := min(100*time.Millisecond<<n, 5*s.cfg.BusySnooze)
 	wait += time.Duration(rand.Int64N(int64(wait)/4 + 1))
 	return river.JobSnooze(wait)
 }
 
-// wrongLane moves a job fetched in a lane its endpoint no longer belongs
-// in to the right one; River makes it available there at once (a snooze
-// of 0: no attempt spent).
-func (s *Service) wrongLane(ctx context.Context, job *river.Job[DeliverArgs], lane string) error {
-	if err := s.db.Relaxed().MoveJob(ctx, job.ID, lane); err != nil {
+// toSlowLane moves a job of the healthy lane to the slow lane; River makes
+// it available there at once (a snooze of 0: no attempt spent). A job of
+// a fast endpoint in the slow lane is sent there: only the endpoint's
+// change of lane (moveLane) brings jobs back.
+func (s *Service) toSlowLane(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	if err := s.db.Relaxed().MoveJob(ctx, job.ID, QueueDeliverSlow); err != nil {
 		return err
 	}
-	s.cfg.Metrics.LaneMoved(lane, 1)
+	s.cfg.Metrics.LaneMoved(QueueDeliverSlow, 1)
 	return river.JobSnooze(0)
 }
 
