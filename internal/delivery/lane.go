@@ -23,8 +23,8 @@ import (
 //     QueueDeliverSlow for those whose last attempt took SlowAfter or
 //     longer (a timeout included). The lane is the endpoint's
 //     (slow_since), moved by the attempt that shows the change, with the
-//     endpoint's waiting jobs; a job fetched in the wrong lane moves itself
-//     before it takes anything.
+//     endpoint's waiting jobs; a job of a slow endpoint fetched in the
+//     healthy lane moves itself.
 //   - Shares. In each lane of a process, one owner holds at most
 //     OwnerShare of the lane's workers. A job of an owner at its share in
 //     the healthy lane moves to the slow lane (once: the healthy lane's
