@@ -64,7 +64,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	p, err := parsePages(cfg.Prefix)
+	p, err := parsePages(cfg.Prefix, cfg.Now)
 	if err != nil {
 		return nil, err
 	}

@@ -12,47 +12,45 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/owner"
+	"golang.org/x/text/language"
 )
 
-// pages holds one template set per page: the layout plus the page.
+// pages holds one template set per language and page: the layout plus
+// the page, with the template functions speaking that language.
 type pages struct {
-	byName map[string]*template.Template
+	byLocale map[*locale]map[string]*template.Template
 }
 
-var funcs = template.FuncMap{
-	"when":  when,
-	"ago":   ago,
-	"join":  strings.Join,
-	"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"plus1": func(i int) int { return i + 1 },
-}
+func (p *pages) get(l *locale, name string) *template.Template { return p.byLocale[l][name] }
 
-// parsePages parses every page; {{admin}} in a template is the console's
-// root under prefix (/admin, or /webhooks/admin).
-func parsePages(prefix string) (*pages, error) {
-	fm := template.FuncMap{"admin": func() string { return prefix + "/admin" }}
-	for k, v := range funcs {
-		fm[k] = v
-	}
-	layout, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("console templates: %w", err)
-	}
+// parsePages parses every page in every language; {{admin}} in a template
+// is the console's root under prefix (/admin, or /webhooks/admin).
+func parsePages(prefix string, now func() time.Time) (*pages, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
-	p := &pages{byName: map[string]*template.Template{}}
-	for _, n := range names {
-		base := strings.TrimSuffix(path.Base(n), ".html")
-		if base == "layout" {
-			continue
-		}
-		t, err := template.Must(layout.Clone()).ParseFS(templateFS, n)
+	p := &pages{byLocale: map[*locale]map[string]*template.Template{}}
+	for _, l := range localeByTag {
+		fm := funcsFor(l, now)
+		fm["admin"] = func() string { return prefix + "/admin" }
+		layout, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html")
 		if err != nil {
-			return nil, fmt.Errorf("console template %s: %w", n, err)
+			return nil, fmt.Errorf("console templates: %w", err)
 		}
-		p.byName[base] = t
+		byName := map[string]*template.Template{}
+		for _, n := range names {
+			base := strings.TrimSuffix(path.Base(n), ".html")
+			if base == "layout" {
+				continue
+			}
+			t, err := template.Must(layout.Clone()).ParseFS(templateFS, n)
+			if err != nil {
+				return nil, fmt.Errorf("console template %s: %w", n, err)
+			}
+			byName[base] = t
+		}
+		p.byLocale[l] = byName
 	}
 	return p, nil
 }
@@ -62,7 +60,7 @@ type view struct {
 	Title   string
 	Page    string
 	Session *sessionView
-	Words   words
+	Words   wordsView
 	Data    any
 }
 
@@ -77,19 +75,25 @@ type sessionView struct {
 	Owners    []string
 }
 
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, title string, data any) {
-	t := c.pages.byName[page]
+// localeOf is the language of the request's pages.
+func (c *Console) localeOf(r *http.Request, _ *session) *locale {
+	return requestLocale(r)
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, title text, data any) {
+	l := c.localeOf(r, s)
+	t := c.pages.get(l, page)
 	if t == nil {
 		c.cfg.Log.Error("console: no template", "page", page)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	v := view{Title: title, Page: page, Data: data, Words: standardWords}
+	v := view{Title: l.text(title), Page: page, Data: data, Words: standardWords.in(l)}
 	if s != nil {
 		v.Session = &sessionView{Role: s.Role, OwnerID: s.OwnerID, Operator: s.operator(), CSRF: s.csrf}
 		if s.OwnerID != "" {
 			if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
-				v.Words = wordsFor(o.Profile)
+				v.Words = wordsFor(o.Profile).in(l)
 			}
 		}
 		v.Session.GrantsNav = v.Words.Grants && !c.cfg.Ops.ForeignGrants
@@ -108,6 +112,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Language", l.Lang())
+	w.Header().Add("Vary", "Accept-Language")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -130,64 +136,24 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 		c.redirect(w, r, "/admin/signin")
 		return
 	}
-	c.render(w, r, status, "error", s, http.StatusText(status), errorData{Status: status, Message: apperr.MessageOf(err)})
+	c.render(w, r, status, "error", s, statusTitle(status), errorData{Status: status, Message: apperr.MessageOf(err)})
 }
 
 func notFound(format string, args ...any) error { return apperr.New(apperr.NotFound, format, args...) }
 
-func when(t any) string {
-	switch v := t.(type) {
-	case time.Time:
-		if v.IsZero() {
-			return "—"
-		}
-		return v.UTC().Format("2006-01-02 15:04:05 UTC")
-	case *time.Time:
-		if v == nil {
-			return "—"
-		}
-		return when(*v)
+// statusTitle is an error page's title: the status in the page's language.
+func statusTitle(status int) text {
+	key := fmt.Sprintf("status.%d", status)
+	if _, ok := messageKeys[language.English][key]; ok {
+		return msg(key)
 	}
-	return ""
-}
-
-func ago(t any) string {
-	var v time.Time
-	switch x := t.(type) {
-	case time.Time:
-		v = x
-	case *time.Time:
-		if x == nil {
-			return ""
-		}
-		v = *x
-	}
-	d := time.Since(v)
-	switch {
-	case d < 0:
-		return "in " + human(-d)
-	case d < time.Minute:
-		return "just now"
-	}
-	return human(d) + " ago"
-}
-
-func human(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return raw(http.StatusText(status))
 }
 
 // renderFragment renders one named partial alone (live refreshes).
 func (c *Console) renderFragment(w http.ResponseWriter, r *http.Request, s *session, name string, data any) {
 	var buf bytes.Buffer
-	if err := c.pages.byName["error"].ExecuteTemplate(&buf, name, data); err != nil {
+	if err := c.pages.get(c.localeOf(r, s), "error").ExecuteTemplate(&buf, name, data); err != nil {
 		c.fail(w, r, s, fmt.Errorf("render %s: %w", name, err))
 		return
 	}

@@ -14,7 +14,7 @@
     btn.addEventListener("click", function () {
       var input = document.querySelector(btn.getAttribute("data-copy"));
       var said = btn.parentNode.querySelector(".copied");
-      var ok = function () { if (said) said.textContent = "Copied."; };
+      var ok = function () { if (said) said.textContent = said.getAttribute("data-copied"); };
       if (navigator.clipboard && navigator.clipboard.writeText) {
         navigator.clipboard.writeText(input.value).then(ok, function () { input.select(); document.execCommand("copy"); ok(); });
       } else {
@@ -63,7 +63,8 @@
       }).then(function (res) {
         var note = document.getElementById("async-notice");
         note.classList.remove("hidden");
-        note.textContent = res.ok ? "Test event " + res.body.type + " sent (" + res.body.event_id + "); its delivery appears below." : res.body.error;
+        // The sentence comes from the page, in its language.
+        note.textContent = res.ok ? note.getAttribute("data-sent").replace("{type}", res.body.type).replace("{id}", res.body.event_id) : res.body.error;
         rounds = 0;
         refresh();
       }).finally(function () { btn.disabled = false; });
