@@ -81,13 +81,27 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 			WriteError(w, r, s.Log, err)
 			return
 		}
-		out, err := op.Call(r.Context(), p, in)
+		ctx := r.Context()
+		if op.AnswersURL {
+			ctx = ops.WithOrigin(ctx, requestOrigin(r))
+		}
+		out, err := op.Call(ctx, p, in)
 		if err != nil {
 			WriteError(w, r, s.Log, err)
 			return
 		}
 		writeJSON(w, op.Status, out)
 	})
+}
+
+// requestOrigin is the scheme and host the caller reached hookd at (behind
+// a TLS-terminating proxy, its X-Forwarded-Proto says https).
+func requestOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 func ownerNamed(r *http.Request) string {
