@@ -44,6 +44,9 @@ func dynamicKeys() []string {
 	for _, d := range []string{"saved", "enabled", "disabled", "test", "expired", "redelivered", "redelivered.none", "retried", "retried.none"} {
 		keys = append(keys, "notice."+d)
 	}
+	for _, r := range []string{"used", "expired", "unknown", "ended"} {
+		keys = append(keys, "portal.gone."+r)
+	}
 	return keys
 }
 
@@ -93,7 +96,7 @@ func usedKeys(t *testing.T) map[string]string {
 	for k := range funcsFor(localeByTag[language.English], time.Now) {
 		stub[k] = func() string { return "" }
 	}
-	for _, k := range []string{"admin", "printf", "len", "index", "eq", "ne", "or", "and", "not"} {
+	for _, k := range []string{"admin", "portal", "static", "printf", "len", "index", "eq", "ne", "or", "and", "not"} {
 		stub[k] = func() string { return "" }
 	}
 	for _, n := range names {

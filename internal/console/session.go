@@ -25,6 +25,8 @@ type session struct {
 	*store.Session
 	hash []byte
 	csrf string
+	// portal is set for a portal session (nil: a console sign-in).
+	portal *portalSession
 }
 
 func (s *session) principal() ops.Principal {
@@ -63,21 +65,29 @@ func (c *Console) authed(h authedHandler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if err := checkOrigin(r); err != nil {
+			if err := c.checkForm(r, s); err != nil {
 				c.fail(w, r, s, err)
-				return
-			}
-			got := r.Header.Get("X-CSRF-Token")
-			if got == "" {
-				got = r.PostFormValue("csrf")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-				c.fail(w, r, s, apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again"))
 				return
 			}
 		}
 		h(w, r, s)
 	})
+}
+
+// checkForm refuses a state change from another site (Origin) or without
+// the session's CSRF token.
+func (c *Console) checkForm(r *http.Request, s *session) error {
+	if err := checkOrigin(r); err != nil {
+		return err
+	}
+	got := r.Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = r.PostFormValue("csrf")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+		return apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again")
+	}
+	return nil
 }
 
 func (c *Console) session(r *http.Request) (*session, error) {

@@ -46,6 +46,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
+		mux.Handle("/portal/", s.Console)
 		mux.Handle("/{$}", s.Console)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +56,9 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	if s.Tracing != nil {
-		return otelhttp.NewHandler(mux, "hookd.api", otelhttp.WithTracerProvider(s.Tracing), otelhttp.WithPropagators(tracing.Propagator))
+		// A portal page's path holds its session's token: not traced.
+		return otelhttp.NewHandler(mux, "hookd.api", otelhttp.WithTracerProvider(s.Tracing), otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithFilter(func(r *http.Request) bool { return !strings.Contains(r.URL.Path, "/portal/") }))
 	}
 	return mux
 }

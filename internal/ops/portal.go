@@ -228,6 +228,55 @@ func HashPortalToken(token string) []byte {
 	return h[:]
 }
 
+// Owner attributes of the pages and the portal, checked whatever the
+// profile (ValidatePageAttributes).
+const (
+	// AttrLocale is the language of the owner's pages: en or zh-Hans.
+	AttrLocale = "locale"
+	// AttrPortalFrameOrigins are the origins, besides the operator's,
+	// that may frame the owner's portal, separated by spaces or commas.
+	AttrPortalFrameOrigins = "portal_frame_origins"
+	// AttrPortalTitle is the title the owner's portal shows.
+	AttrPortalTitle = "portal_title"
+	maxPortalTitle  = 80
+)
+
+// ValidatePageAttributes checks the attributes the pages read, and puts
+// locale in its canonical form.
+func ValidatePageAttributes(attrs map[string]string) error {
+	if v, ok := attrs[AttrLocale]; ok {
+		l, err := PortalLocale(v)
+		if err != nil {
+			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrLocale, apperr.MessageOf(err))
+		}
+		attrs[AttrLocale] = l
+	}
+	for _, o := range SplitOrigins(attrs[AttrPortalFrameOrigins]) {
+		if _, err := PortalFrameOrigin(o); err != nil {
+			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrPortalFrameOrigins, apperr.MessageOf(err))
+		}
+	}
+	if n := len([]rune(attrs[AttrPortalTitle])); n > maxPortalTitle {
+		return apperr.New(apperr.Invalid, "attribute %s is %d characters long: keep it within %d", AttrPortalTitle, n, maxPortalTitle)
+	}
+	return nil
+}
+
+// SplitOrigins splits a list of origins at spaces and commas.
+func SplitOrigins(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
+}
+
+// PortalFrameOrigin checks one origin that may frame the portal: a scheme
+// and a host (and port), nothing else: https://app.example.com.
+func PortalFrameOrigin(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.ContainsAny(u.Host, "; '\"*") {
+		return "", apperr.New(apperr.Invalid, "frame origin %q is not an origin: give a scheme and host only, like https://app.example.com", v)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
 type originKey struct{}
 
 // WithOrigin gives the ops the scheme and host their caller reached hookd

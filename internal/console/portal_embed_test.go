@@ -1,0 +1,168 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hookd/hookd/internal/dbtest"
+)
+
+// hostPage is a producer's page on its own origin that frames src.
+func hostPage(t *testing.T) (*httptest.Server, *string) {
+	t.Helper()
+	src := new(string)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>the producer</title></head><body style="margin:0">
+<h1 style="font:16px sans-serif">Acme's settings</h1>
+<iframe id="portal" src=%q style="border:0;width:100%%;height:1400px" onload="document.body.dataset.loaded='yes'"></iframe>
+</body></html>`, *src)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, src
+}
+
+// thirdPartyBrowser is headless Chromium with third-party cookies
+// blocked, as Safari always and Chrome soon do.
+func thirdPartyBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing", chromium)
+		}
+		t.Skipf("browser tests skipped: %s not installed", chromium)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("test-third-party-cookie-phaseout", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("user-data-dir", t.TempDir()), chromedp.WindowSize(1280, 900))
+	tab, cancelTab := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return tab
+}
+
+// framed loads the host page and returns a context attached to the
+// portal's frame (a cross-site iframe: its own target), or nil when no
+// frame shows a portal page.
+func framed(t *testing.T, tab context.Context, host, portalOrigin string) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(host)); err != nil {
+		t.Fatalf("open the host page: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.loaded === 'yes'`)); err != nil {
+		t.Fatalf("the host page's iframe never loaded: %v", err)
+	}
+	infos, err := chromedp.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		if info.Type != "iframe" {
+			continue
+		}
+		frame, cancelFrame := chromedp.NewContext(tab, chromedp.WithTargetID(info.TargetID))
+		t.Cleanup(cancelFrame)
+		// The first run attaches to the frame's target for good: not under
+		// a timeout, whose end would detach it.
+		page, err := chromedp.Run(frame, chromedp.Evaluate[string](`location.origin + " " + (document.body ? document.body.dataset.page || "" : "")`))
+		if err == nil && strings.HasPrefix(page, portalOrigin+" ") && strings.TrimPrefix(page, portalOrigin+" ") != "" {
+			return frame
+		}
+	}
+	return nil
+}
+
+// in runs steps in the portal's frame, bounded.
+func in[T any](t *testing.T, frame context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(frame, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("in the portal frame: %v", err)
+	}
+	return v
+}
+
+// TestPortalEmbedded: a producer's page on http://127.0.0.1:A frames the
+// portal served from http://localhost:B, a different site, in Chromium
+// with third-party cookies blocked. Inside the frame the customer creates
+// an endpoint, reads its secret once, sends a test that a loopback
+// receiver verifies with that secret, and opens the log. A page on an
+// origin that is not allowed gets an empty frame.
+func TestPortalEmbedded(t *testing.T) {
+	for _, b := range dbtest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			host, src := hostPage(t)
+			other, otherSrc := hostPage(t)
+			s, _ := portalSite(t, b, host.URL)
+			tab := thirdPartyBrowser(t)
+			rc := newReceiver(t, false)
+			portalOrigin := strings.Replace(s.srv.URL, "127.0.0.1", "localhost", 1)
+			link := func(body map[string]any) string {
+				return strings.Replace(s.link(s.keys["acme"], body), s.srv.URL, portalOrigin, 1)
+			}
+
+			*src = link(map[string]any{"return_url": host.URL + "/"})
+			frame := framed(t, tab, host.URL, portalOrigin)
+			if frame == nil {
+				t.Fatal("the allowed host page shows no portal in its frame")
+			}
+			if got := in(t, frame, chromedp.Text(chromedp.CSS("main h1"))); got != "Webhooks" {
+				t.Fatalf("the framed portal says %q", got)
+			}
+			in(t, frame, chromedp.Click(chromedp.CSS("a.button.primary")))
+			in(t, frame, chromedp.WaitVisible(chromedp.ID("url")))
+			in(t, frame, chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/hook"))
+			in(t, frame, chromedp.Click(chromedp.CSS(`input[value="invoice.paid"]`)))
+			in(t, frame, chromedp.Click(chromedp.CSS("form.form button[type=submit]")))
+			in(t, frame, chromedp.WaitVisible(chromedp.ID("secret")))
+			secret := in(t, frame, chromedp.Value(chromedp.ID("secret")))
+			if !strings.HasPrefix(secret, "whsec_") {
+				t.Fatalf("the secret read off the framed page is %q", secret)
+			}
+			rc.setSecret(secret)
+			in(t, frame, chromedp.Click(chromedp.CSS("section.secret a.button")))
+			in(t, frame, chromedp.WaitVisible(chromedp.CSS(`form[data-async="send-test"] button`)))
+			if html := in(t, frame, chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, secret) {
+				t.Fatal("the endpoint page shows the secret again")
+			}
+			in(t, frame, chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
+			rc.expect(t, "webhook.test")
+			in(t, frame, chromedp.WaitVisible(chromedp.CSS(`#delivery-rows tr[data-state="delivered"]`)))
+			in(t, frame, chromedp.Click(chromedp.CSS(".section-head a")))
+			in(t, frame, chromedp.WaitVisible(chromedp.CSS("form.filters")))
+			if got := in(t, frame, chromedp.Text(chromedp.CSS("#delivery-rows"))); !strings.Contains(got, "webhook.test") {
+				t.Errorf("the framed log says %q", got)
+			}
+			if cookies := in(t, frame, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
+				t.Errorf("the portal set cookies: %q", cookies)
+			}
+			if back := in(t, frame, chromedp.AttributeValue(chromedp.CSS("header a.return"), "href")); back.Value != host.URL+"/" {
+				t.Errorf("return link %q", back.Value)
+			}
+
+			// The same portal, framed by an origin nobody allowed: the
+			// browser refuses it, and the frame shows no portal page.
+			*otherSrc = link(nil)
+			if f := framed(t, tab, other.URL, portalOrigin); f != nil {
+				t.Error("a page on an origin that is not allowed framed the portal")
+			}
+		})
+	}
+}
