@@ -128,6 +128,7 @@ func (c *Console) routes() error {
 	m.Handle("GET /admin/tasks", c.authed(c.task))
 	m.Handle("/admin/tasks/", c.authed(c.riverUI))
 	m.HandleFunc("GET /portal/{link}", c.openLink)
+	m.HandleFunc("GET /portal.js", portalScript)
 	m.HandleFunc("/portal/s/{token}/", c.servePortal)
 	m.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, notFound("no page %s", r.URL.Path))

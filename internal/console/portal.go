@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -87,10 +88,34 @@ func (c *Console) portalMux() *http.ServeMux {
 	for _, rt := range c.portalRoutes() {
 		m.Handle(rt.pattern, c.portalOnly(rt))
 	}
+	m.HandleFunc("GET /brand.css", c.brandCSS)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, notFound("no page %s in the portal", r.URL.Path))
 	})
 	return m
+}
+
+// brandCSS is the owner's accent colour (checked when it was set: a
+// colour and nothing else), as a stylesheet: the CSP allows no inline
+// style.
+func (c *Console) brandCSS(w http.ResponseWriter, r *http.Request) {
+	s := portalSessionOf(r)
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID)
+	if err != nil {
+		return
+	}
+	if accent := o.Attributes[ops.AttrPortalAccent]; accent != "" {
+		_, _ = io.WriteString(w, ":root { --accent: "+accent+"; }\n.top { border-top: 4px solid var(--accent); }\n")
+	}
+}
+
+// portalScript serves /portal.js, the producer's page's custom element.
+func portalScript(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("Cross-Origin-Resource-Policy", "cross-origin")
+	http.ServeFileFS(w, r, staticFS, "static/portal.js")
 }
 
 // portalOnly runs a route for the session the request carries: refused
@@ -216,10 +241,7 @@ func (c *Console) servePortal(w http.ResponseWriter, r *http.Request) {
 // owner's own (attribute portal_frame_origins), through CSP
 // frame-ancestors; none, or no owner, and nobody may.
 func (c *Console) setFraming(w http.ResponseWriter, o *owner.Owner) {
-	origins := slices.Clone(c.cfg.FrameOrigins)
-	if o != nil {
-		origins = append(origins, ownerFrameOrigins(o)...)
-	}
+	origins := c.frameOrigins(o)
 	// Referrer-Policy stays the console's same-origin: the token in the
 	// path never leaves in a Referer, and the portal's own form posts
 	// keep their Origin (no-referrer would make it "null", and refused).
@@ -229,6 +251,15 @@ func (c *Console) setFraming(w http.ResponseWriter, o *owner.Owner) {
 	}
 	h.Del("X-Frame-Options")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; frame-ancestors "+strings.Join(origins, " ")+"; base-uri 'none'; form-action 'self'")
+}
+
+// frameOrigins are the origins that may frame o's portal.
+func (c *Console) frameOrigins(o *owner.Owner) []string {
+	origins := slices.Clone(c.cfg.FrameOrigins)
+	if o != nil {
+		origins = append(origins, ownerFrameOrigins(o)...)
+	}
+	return origins
 }
 
 func ownerFrameOrigins(o *owner.Owner) []string {

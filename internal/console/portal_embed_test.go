@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -15,16 +16,21 @@ import (
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
-// hostPage is a producer's page on its own origin that frames src.
+// hostPage is a producer's page on its own origin that embeds src with
+// hookd's /portal.js and one <hookd-portal> tag, as docs/portal.md says.
+// Its body says loaded once the element's iframe has loaded.
 func hostPage(t *testing.T) (*httptest.Server, *string) {
 	t.Helper()
 	src := new(string)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _ := url.Parse(*src)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html><head><title>the producer</title></head><body style="margin:0">
-<h1 style="font:16px sans-serif">Acme's settings</h1>
-<iframe id="portal" src=%q style="border:0;width:100%%;height:1400px" onload="document.body.dataset.loaded='yes'"></iframe>
-</body></html>`, *src)
+		fmt.Fprintf(w, `<!doctype html><html><head><title>the producer</title><meta name="viewport" content="width=device-width, initial-scale=1">
+<script src="%s://%s/portal.js"></script></head><body style="margin:0">
+<h1 style="font:16px sans-serif;margin:8px">Acme's settings</h1>
+<hookd-portal src=%q></hookd-portal>
+<script>document.querySelector("hookd-portal iframe").addEventListener("load", function () { document.body.dataset.loaded = "yes"; });</script>
+</body></html>`, u.Scheme, u.Host, *src)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, src
@@ -155,6 +161,15 @@ func TestPortalEmbedded(t *testing.T) {
 			}
 			if back := in(t, frame, chromedp.AttributeValue(chromedp.CSS("header a.return"), "href")); back.Value != host.URL+"/" {
 				t.Errorf("return link %q", back.Value)
+			}
+			// portal.js keeps the iframe as tall as the portal's page: the
+			// log page's height, told by postMessage to this origin only.
+			want := in(t, frame, chromedp.Evaluate[int](`document.documentElement.scrollHeight`))
+			hctx, cancel := context.WithTimeout(tab, 20*time.Second)
+			_, err := chromedp.Run(hctx, chromedp.Poll[bool](fmt.Sprintf(`parseInt(document.querySelector("hookd-portal iframe").style.height, 10) === %d`, want)))
+			cancel()
+			if err != nil {
+				t.Errorf("the host's iframe never took the portal's height %d px: %v", want, err)
 			}
 
 			// The same portal, framed by an origin nobody allowed: the

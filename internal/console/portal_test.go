@@ -318,3 +318,38 @@ func TestPortalFraming(t *testing.T) {
 		t.Error("the console became frameable")
 	}
 }
+
+// TestPortalBranding: the owner's title, logo and accent colour are the
+// portal's; a colour or logo that is not one is refused, naming the fix.
+func TestPortalBranding(t *testing.T) {
+	s, _ := portalSite(t, dbtest.Backends()[0])
+	attrs := map[string]string{"portal_title": "Acme Webhooks", "portal_accent": "#0a7d53", "portal_logo_url": "https://cdn.acme.example/logo.png", "locale": "zh-CN"}
+	if st := s.api(s.keys["operator"], http.MethodPatch, "/api/admin/owners/acme", map[string]any{"attributes": attrs}, nil); st != http.StatusOK {
+		t.Fatalf("brand acme: %d", st)
+	}
+	base := s.open(s.link(s.keys["acme"], nil))
+	page := fetch(t, http.MethodGet, base+"/webhooks", nil, "")
+	for _, want := range []string{`<span class="brand">Acme Webhooks</span>`, `<img class="logo" src="https://cdn.acme.example/logo.png"`, `/brand.css">`, `lang="zh-Hans"`, "还没有端点"} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("branded portal lacks %q", want)
+		}
+	}
+	if css := fetch(t, http.MethodGet, base+"/brand.css", nil, ""); !strings.Contains(css.body, "--accent: #0a7d53;") || css.header.Get("Content-Type") != "text/css; charset=utf-8" {
+		t.Errorf("brand.css: %q", css.body)
+	}
+	if en := fetch(t, http.MethodGet, s.open(s.link(s.keys["acme"], map[string]any{"locale": "en"}))+"/webhooks", nil, ""); !strings.Contains(en.body, "No endpoints yet") {
+		t.Error("the link's locale does not win over the owner's")
+	}
+	if js := fetch(t, http.MethodGet, s.srv.URL+"/portal.js", nil, ""); js.status != http.StatusOK || !strings.Contains(js.body, `customElements.define("hookd-portal"`) {
+		t.Errorf("/portal.js: %d", js.status)
+	}
+	for attr, v := range map[string]string{"portal_accent": "red; background: url(x)", "portal_logo_url": "http://cdn.acme.example/logo.png", "locale": "fr", "portal_title": strings.Repeat("x", 81)} {
+		var bad struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		st := s.api(s.keys["operator"], http.MethodPatch, "/api/admin/owners/bob", map[string]any{"attributes": map[string]string{attr: v}}, &bad)
+		if st != http.StatusUnprocessableEntity || !strings.Contains(bad.Error.Message, attr) {
+			t.Errorf("%s=%q: %d %q, want 422 naming it", attr, v, st, bad.Error.Message)
+		}
+	}
+}

@@ -102,6 +102,9 @@ type view struct {
 type portalView struct {
 	Title     string
 	ReturnURL string
+	LogoURL   string
+	// FrameOrigins are the origins the page may tell its height to.
+	FrameOrigins string
 }
 
 type sessionView struct {
@@ -177,7 +180,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 			if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
 				v.Words = wordsFor(o.Profile).in(l)
 				if s.portal != nil {
-					v.Portal = &portalView{Title: o.Attributes[ops.AttrPortalTitle], ReturnURL: s.portal.returnURL}
+					v.Portal = &portalView{Title: o.Attributes[ops.AttrPortalTitle], ReturnURL: s.portal.returnURL, LogoURL: o.Attributes[ops.AttrPortalLogoURL],
+						FrameOrigins: strings.Join(c.frameOrigins(o), " ")}
 				}
 			}
 		}

@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
 		mux.Handle("/portal/", s.Console)
+		mux.Handle("GET /portal.js", s.Console)
 		mux.Handle("/{$}", s.Console)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,8 +239,14 @@ const (
 	AttrPortalFrameOrigins = "portal_frame_origins"
 	// AttrPortalTitle is the title the owner's portal shows.
 	AttrPortalTitle = "portal_title"
-	maxPortalTitle  = 80
+	// AttrPortalAccent is the portal's accent colour, #rgb or #rrggbb.
+	AttrPortalAccent = "portal_accent"
+	// AttrPortalLogoURL is an https URL of the logo the portal shows.
+	AttrPortalLogoURL = "portal_logo_url"
+	maxPortalTitle    = 80
 )
+
+var hexColour = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
 
 // ValidatePageAttributes checks the attributes the pages read, and puts
 // locale in its canonical form.
@@ -258,6 +265,15 @@ func ValidatePageAttributes(attrs map[string]string) error {
 	}
 	if n := len([]rune(attrs[AttrPortalTitle])); n > maxPortalTitle {
 		return apperr.New(apperr.Invalid, "attribute %s is %d characters long: keep it within %d", AttrPortalTitle, n, maxPortalTitle)
+	}
+	if v := attrs[AttrPortalAccent]; v != "" && !hexColour.MatchString(v) {
+		return apperr.New(apperr.Invalid, "attribute %s %q is not a colour: give it as #rrggbb, e.g. #0a7d53", AttrPortalAccent, v)
+	}
+	if v := attrs[AttrPortalLogoURL]; v != "" {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || len(v) > maxReturnURL {
+			return apperr.New(apperr.Invalid, "attribute %s %q must be an https URL of an image, e.g. https://app.example.com/logo.png", AttrPortalLogoURL, v)
+		}
 	}
 	return nil
 }

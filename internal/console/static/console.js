@@ -71,3 +71,20 @@
     });
   });
 })();
+
+// In the portal, framed by a producer's page: tell it this page's height,
+// only if it is one of the origins allowed to frame the portal.
+(function () {
+  "use strict";
+  var origins = (document.body.getAttribute("data-frame-origins") || "").split(" ").filter(Boolean);
+  if (!origins.length || window.parent === window) return;
+  var last = 0;
+  var post = function () {
+    var h = document.documentElement.scrollHeight;
+    if (h === last) return;
+    last = h;
+    origins.forEach(function (o) { window.parent.postMessage({ type: "hookd-portal:height", height: h }, o); });
+  };
+  post();
+  if (window.ResizeObserver) new ResizeObserver(post).observe(document.body);
+})();
