@@ -164,7 +164,7 @@ func TestPortalEmbedded(t *testing.T) {
 			}
 			// portal.js keeps the iframe as tall as the portal's page: the
 			// log page's height, told by postMessage to this origin only.
-			want := in(t, frame, chromedp.Evaluate[int](`document.documentElement.scrollHeight`))
+			want := in(t, frame, chromedp.Evaluate[int](`Math.ceil(document.body.getBoundingClientRect().height)`))
 			hctx, cancel := context.WithTimeout(tab, 20*time.Second)
 			_, err := chromedp.Run(hctx, chromedp.Poll[bool](fmt.Sprintf(`parseInt(document.querySelector("hookd-portal iframe").style.height, 10) === %d`, want)))
 			cancel()

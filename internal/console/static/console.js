@@ -80,7 +80,9 @@
   if (!origins.length || window.parent === window) return;
   var last = 0;
   var post = function () {
-    var h = document.documentElement.scrollHeight;
+    // The body's own height: the document's scrollHeight is never less
+    // than the frame, so the frame could grow but never shrink.
+    var h = Math.ceil(document.body.getBoundingClientRect().height);
     if (h === last) return;
     last = h;
     origins.forEach(function (o) { window.parent.postMessage({ type: "hookd-portal:height", height: h }, o); });

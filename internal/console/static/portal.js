@@ -32,6 +32,7 @@
       var d = ev.data;
       if (!d || d.type !== "hookd-portal:height" || typeof d.height !== "number" || !isFinite(d.height)) return;
       frame.style.height = Math.max(120, Math.min(Math.ceil(d.height), 20000)) + "px";
+      frame.setAttribute("data-sized", "");
     };
     window.addEventListener("message", this.onMessage);
     this.appendChild(frame);
