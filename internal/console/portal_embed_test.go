@@ -63,7 +63,7 @@ func thirdPartyBrowser(t *testing.T) context.Context {
 // framed loads the host page and returns a context attached to the
 // portal's frame (a cross-site iframe: its own target), or nil when no
 // frame shows a portal page.
-func framed(t *testing.T, tab context.Context, host, portalOrigin string) context.Context {
+func framed(tab context.Context, t *testing.T, host, portalOrigin string) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
 	defer cancel()
@@ -94,7 +94,7 @@ func framed(t *testing.T, tab context.Context, host, portalOrigin string) contex
 }
 
 // in runs steps in the portal's frame, bounded.
-func in[T any](t *testing.T, frame context.Context, a chromedp.Action[T]) T {
+func in[T any](frame context.Context, t *testing.T, a chromedp.Action[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(frame, 30*time.Second)
 	defer cancel()
@@ -125,46 +125,46 @@ func TestPortalEmbedded(t *testing.T) {
 			}
 
 			*src = link(map[string]any{"return_url": host.URL + "/"})
-			frame := framed(t, tab, host.URL, portalOrigin)
+			frame := framed(tab, t, host.URL, portalOrigin)
 			if frame == nil {
 				t.Fatal("the allowed host page shows no portal in its frame")
 			}
-			if got := in(t, frame, chromedp.Text(chromedp.CSS("main h1"))); got != "Webhooks" {
+			if got := in(frame, t, chromedp.Text(chromedp.CSS("main h1"))); got != "Webhooks" {
 				t.Fatalf("the framed portal says %q", got)
 			}
-			in(t, frame, chromedp.Click(chromedp.CSS("a.button.primary")))
-			in(t, frame, chromedp.WaitVisible(chromedp.ID("url")))
-			in(t, frame, chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/hook"))
-			in(t, frame, chromedp.Click(chromedp.CSS(`input[value="invoice.paid"]`)))
-			in(t, frame, chromedp.Click(chromedp.CSS("form.form button[type=submit]")))
-			in(t, frame, chromedp.WaitVisible(chromedp.ID("secret")))
-			secret := in(t, frame, chromedp.Value(chromedp.ID("secret")))
+			in(frame, t, chromedp.Click(chromedp.CSS("a.button.primary")))
+			in(frame, t, chromedp.WaitVisible(chromedp.ID("url")))
+			in(frame, t, chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/hook"))
+			in(frame, t, chromedp.Click(chromedp.CSS(`input[value="invoice.paid"]`)))
+			in(frame, t, chromedp.Click(chromedp.CSS("form.form button[type=submit]")))
+			in(frame, t, chromedp.WaitVisible(chromedp.ID("secret")))
+			secret := in(frame, t, chromedp.Value(chromedp.ID("secret")))
 			if !strings.HasPrefix(secret, "whsec_") {
 				t.Fatalf("the secret read off the framed page is %q", secret)
 			}
 			rc.setSecret(secret)
-			in(t, frame, chromedp.Click(chromedp.CSS("section.secret a.button")))
-			in(t, frame, chromedp.WaitVisible(chromedp.CSS(`form[data-async="send-test"] button`)))
-			if html := in(t, frame, chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, secret) {
+			in(frame, t, chromedp.Click(chromedp.CSS("section.secret a.button")))
+			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`form[data-async="send-test"] button`)))
+			if html := in(frame, t, chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, secret) {
 				t.Fatal("the endpoint page shows the secret again")
 			}
-			in(t, frame, chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
+			in(frame, t, chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
 			rc.expect(t, "webhook.test")
-			in(t, frame, chromedp.WaitVisible(chromedp.CSS(`#delivery-rows tr[data-state="delivered"]`)))
-			in(t, frame, chromedp.Click(chromedp.CSS(".section-head a")))
-			in(t, frame, chromedp.WaitVisible(chromedp.CSS("form.filters")))
-			if got := in(t, frame, chromedp.Text(chromedp.CSS("#delivery-rows"))); !strings.Contains(got, "webhook.test") {
+			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`#delivery-rows tr[data-state="delivered"]`)))
+			in(frame, t, chromedp.Click(chromedp.CSS(".section-head a")))
+			in(frame, t, chromedp.WaitVisible(chromedp.CSS("form.filters")))
+			if got := in(frame, t, chromedp.Text(chromedp.CSS("#delivery-rows"))); !strings.Contains(got, "webhook.test") {
 				t.Errorf("the framed log says %q", got)
 			}
-			if cookies := in(t, frame, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
+			if cookies := in(frame, t, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
 				t.Errorf("the portal set cookies: %q", cookies)
 			}
-			if back := in(t, frame, chromedp.AttributeValue(chromedp.CSS("header a.return"), "href")); back.Value != host.URL+"/" {
+			if back := in(frame, t, chromedp.AttributeValue(chromedp.CSS("header a.return"), "href")); back.Value != host.URL+"/" {
 				t.Errorf("return link %q", back.Value)
 			}
 			// portal.js keeps the iframe as tall as the portal's page: the
 			// log page's height, told by postMessage to this origin only.
-			want := in(t, frame, chromedp.Evaluate[int](`Math.ceil(document.body.getBoundingClientRect().height)`))
+			want := in(frame, t, chromedp.Evaluate[int](`Math.ceil(document.body.getBoundingClientRect().height)`))
 			hctx, cancel := context.WithTimeout(tab, 20*time.Second)
 			_, err := chromedp.Run(hctx, chromedp.Poll[bool](fmt.Sprintf(`parseInt(document.querySelector("hookd-portal iframe").style.height, 10) === %d`, want)))
 			cancel()
@@ -175,7 +175,7 @@ func TestPortalEmbedded(t *testing.T) {
 			// The same portal, framed by an origin nobody allowed: the
 			// browser refuses it, and the frame shows no portal page.
 			*otherSrc = link(nil)
-			if f := framed(t, tab, other.URL, portalOrigin); f != nil {
+			if f := framed(tab, t, other.URL, portalOrigin); f != nil {
 				t.Error("a page on an origin that is not allowed framed the portal")
 			}
 		})

@@ -72,7 +72,7 @@ func TestPortalPages(t *testing.T) {
 				if err := chromedp.Do(tab, chromedp.EmulateViewport(width, 800)); err != nil {
 					t.Fatal(err)
 				}
-				frame := framed(t, tab, host.URL, portalOrigin)
+				frame := framed(tab, t, host.URL, portalOrigin)
 				if frame == nil {
 					t.Fatalf("%s %s: no portal in the frame", pg.name, lang)
 				}
@@ -90,7 +90,7 @@ func TestPortalPages(t *testing.T) {
 					err = chromedp.Do(ctx, chromedp.EmulateViewport(width, height))
 				}
 				if err == nil {
-					in(t, frame, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, chromedp.EvalAwaitPromise))
+					in(frame, t, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, chromedp.EvalAwaitPromise))
 				}
 				var png []byte
 				if err == nil {
@@ -103,7 +103,7 @@ func TestPortalPages(t *testing.T) {
 				if len(png) < 1000 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 					t.Fatalf("%s %s at %d px is not a PNG", pg.name, lang, width)
 				}
-				if over := in(t, frame, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); width == 360 && over {
+				if over := in(frame, t, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); width == 360 && over {
 					t.Errorf("portal %s (%s) overflows a 360 px frame sideways", pg.name, lang)
 				}
 				name := fmt.Sprintf("portal-%s-%s-%d.png", pg.name, lang, width)
