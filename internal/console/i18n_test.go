@@ -37,7 +37,7 @@ func dynamicKeys() []string {
 	}
 	keys = append(keys, "exposure.webhook", "exposure.internal")
 	for _, p := range []string{"standard", "kwork"} {
-		for _, w := range []string{"section", "endpoint", "endpoints", "attempts", "log", "log_note", "no_grant"} {
+		for _, w := range []string{"section", "endpoint", "endpoints", "attempts", "log", "log_note", "log_note_portal", "no_grant"} {
 			keys = append(keys, "words."+p+"."+w)
 		}
 	}

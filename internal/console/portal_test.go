@@ -353,3 +353,22 @@ func TestPortalBranding(t *testing.T) {
 		}
 	}
 }
+
+// TestPortalKwork: a kwork owner's portal says subscriptions and sends in
+// both languages, and offers no grants.
+func TestPortalKwork(t *testing.T) {
+	s, _ := portalSite(t, dbtest.Backends()[0])
+	for lang, want := range map[string][]string{"en": {"Event subscriptions", "No subscriptions yet"}, "zh-Hans": {"事件订阅", "还没有订阅"}} {
+		page := fetch(t, http.MethodGet, s.open(s.link(s.keys["shop"], map[string]any{"locale": lang}))+"/webhooks", nil, "")
+		for _, w := range want {
+			if !strings.Contains(page.body, w) {
+				t.Errorf("shop's %s portal lacks %q", lang, w)
+			}
+		}
+		for _, no := range []string{"/grants", "endpoint", "端点"} {
+			if strings.Contains(strings.ReplaceAll(page.body, `data-page="endpoints"`, ""), no) {
+				t.Errorf("shop's %s portal says %q", lang, no)
+			}
+		}
+	}
+}

@@ -29,14 +29,16 @@ type wordsView struct {
 	Attempts  string // a delivery's tries: attempts, or kwork's sends
 	Log       string // the delivery log
 	LogNote   string // what the log keeps
-	NoGrant   string // the grant picker's "no grant" choice
-	Grants    bool
+	// PortalLogNote is LogNote in the portal, which links to no job.
+	PortalLogNote string
+	NoGrant       string // the grant picker's "no grant" choice
+	Grants        bool
 }
 
 func (w words) in(l *locale) wordsView {
 	k := func(word string) string { return l.T("words." + w.profile + "." + word) }
 	return wordsView{
 		Section: k("section"), Endpoint: k("endpoint"), Endpoints: k("endpoints"), Attempts: k("attempts"),
-		Log: k("log"), LogNote: k("log_note"), NoGrant: k("no_grant"), Grants: w.Grants,
+		Log: k("log"), LogNote: k("log_note"), PortalLogNote: k("log_note_portal"), NoGrant: k("no_grant"), Grants: w.Grants,
 	}
 }
