@@ -150,8 +150,12 @@ func portalSessionOf(r *http.Request) *session {
 func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := c.cfg.Now()
-	g, err := c.cfg.DB.Q().TakePortalLink(ctx, ops.HashPortalToken(r.PathValue("link")), now)
+	hash := ops.HashPortalToken(r.PathValue("link"))
+	g, err := c.cfg.DB.Q().TakePortalLink(ctx, hash, now)
 	if err != nil {
+		if l := c.cfg.DB.Q().PortalLinkLocale(ctx, hash); l != "" {
+			r = r.WithContext(context.WithValue(ctx, portalBaseKey{}, &portalSession{locale: l}))
+		}
 		c.linkGone(w, r, err)
 		return
 	}

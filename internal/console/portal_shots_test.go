@@ -51,7 +51,8 @@ func TestPortalPages(t *testing.T) {
 		dir = filepath.Join("..", "..", "docs", "screenshots")
 	}
 	for _, lang := range []string{"en", "zh-Hans"} {
-		base := strings.Replace(s.open(s.link(s.keys["acme"], map[string]any{"locale": lang, "return_url": host.URL + "/"})), s.srv.URL, portalOrigin, 1)
+		link := s.link(s.keys["acme"], map[string]any{"locale": lang, "return_url": host.URL + "/"})
+		base := strings.Replace(s.open(link), s.srv.URL, portalOrigin, 1)
 		var delivery string
 		if m := deliveryLink.FindStringSubmatch(fetch(t, http.MethodGet, strings.Replace(base, portalOrigin, s.srv.URL, 1)+"/webhooks/"+ep.ID+"/deliveries", nil, "").body); m != nil {
 			delivery = m[1]
@@ -65,10 +66,15 @@ func TestPortalPages(t *testing.T) {
 			{"deliveries", "/webhooks/" + ep.ID + "/deliveries"},
 			{"delivery", strings.TrimPrefix(delivery, strings.TrimPrefix(base, portalOrigin))},
 			{"event-types", "/event_types"},
+			{"grants", "/grants"},
+			{"link-used", ""},
 		}
 		for _, pg := range pages {
 			for _, width := range []int64{1280, 360} {
 				*src = base + pg.path
+				if pg.name == "link-used" {
+					*src = strings.Replace(link, s.srv.URL, portalOrigin, 1)
+				}
 				if err := chromedp.Do(tab, chromedp.EmulateViewport(width, 800)); err != nil {
 					t.Fatal(err)
 				}

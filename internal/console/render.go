@@ -172,7 +172,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	v := view{Title: l.text(title), Page: page, Data: data, Words: standardWords.in(l)}
 	if page == "portal_gone" {
 		// A spent link's page is the portal's: no way into the console.
-		v.Portal = &portalView{}
+		v.Portal = &portalView{FrameOrigins: strings.Join(c.cfg.FrameOrigins, " ")}
 	}
 	if s != nil {
 		v.Session = &sessionView{Role: s.Role, OwnerID: s.OwnerID, Operator: s.operator(), CSRF: s.csrf, portal: s.portal}
@@ -233,7 +233,7 @@ func notFound(format string, args ...any) error { return apperr.New(apperr.NotFo
 // loggedPath is the request's path for a log line: a portal link's path
 // holds its token, so only /portal/… is said.
 func loggedPath(r *http.Request) string {
-	if strings.HasPrefix(r.URL.Path, "/portal/") && portalOf(r) == nil {
+	if strings.HasPrefix(r.URL.Path, "/portal/") {
 		return "/portal/…"
 	}
 	return r.URL.Path

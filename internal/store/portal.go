@@ -127,3 +127,13 @@ func (q *Q) SpendPortalLinks(ctx context.Context, ownerID string, now time.Time)
 	}
 	return n, nil
 }
+
+// PortalLinkLocale is the language a link was made for ("" when none, or
+// no such link): a spent link's page speaks it too.
+func (q *Q) PortalLinkLocale(ctx context.Context, hash []byte) string {
+	var l string
+	if err := q.queryRow(ctx, `SELECT locale FROM hookd_portal_links WHERE hash = $1`, hash).Scan(&l); err != nil {
+		return ""
+	}
+	return l
+}
