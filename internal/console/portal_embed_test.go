@@ -105,6 +105,17 @@ func in[T any](frame context.Context, t *testing.T, a chromedp.Action[T]) T {
 	return v
 }
 
+// clickIn clicks sel in the portal's frame from the page's own script: a
+// node id chromedp holds can go stale in a cross-site frame between the
+// query and the click.
+func clickIn(frame context.Context, t *testing.T, sel string) {
+	t.Helper()
+	in(frame, t, chromedp.WaitVisible(chromedp.CSS(sel)))
+	if !in(frame, t, chromedp.Evaluate[bool](fmt.Sprintf(`(function (e) { if (!e) return false; e.click(); return true; })(document.querySelector(%q))`, sel))) {
+		t.Fatalf("no %s in the portal frame", sel)
+	}
+}
+
 // TestPortalEmbedded: a producer's page on http://127.0.0.1:A frames the
 // portal served from http://localhost:B, a different site, in Chromium
 // with third-party cookies blocked. Inside the frame the customer creates
@@ -132,26 +143,26 @@ func TestPortalEmbedded(t *testing.T) {
 			if got := in(frame, t, chromedp.Text(chromedp.CSS("main h1"))); got != "Webhooks" {
 				t.Fatalf("the framed portal says %q", got)
 			}
-			in(frame, t, chromedp.Click(chromedp.CSS("a.button.primary")))
+			clickIn(frame, t, "a.button.primary")
 			in(frame, t, chromedp.WaitVisible(chromedp.ID("url")))
 			in(frame, t, chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/hook"))
-			in(frame, t, chromedp.Click(chromedp.CSS(`input[value="invoice.paid"]`)))
-			in(frame, t, chromedp.Click(chromedp.CSS("form.form button[type=submit]")))
+			clickIn(frame, t, `input[value="invoice.paid"]`)
+			clickIn(frame, t, "form.form button[type=submit]")
 			in(frame, t, chromedp.WaitVisible(chromedp.ID("secret")))
 			secret := in(frame, t, chromedp.Value(chromedp.ID("secret")))
 			if !strings.HasPrefix(secret, "whsec_") {
 				t.Fatalf("the secret read off the framed page is %q", secret)
 			}
 			rc.setSecret(secret)
-			in(frame, t, chromedp.Click(chromedp.CSS("section.secret a.button")))
+			clickIn(frame, t, "section.secret a.button")
 			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`form[data-async="send-test"] button`)))
 			if html := in(frame, t, chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, secret) {
 				t.Fatal("the endpoint page shows the secret again")
 			}
-			in(frame, t, chromedp.Click(chromedp.CSS(`form[data-async="send-test"] button`)))
+			clickIn(frame, t, `form[data-async="send-test"] button`)
 			rc.expect(t, "webhook.test")
 			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`#delivery-rows tr[data-state="delivered"]`)))
-			in(frame, t, chromedp.Click(chromedp.CSS(".section-head a")))
+			clickIn(frame, t, ".section-head a")
 			in(frame, t, chromedp.WaitVisible(chromedp.CSS("form.filters")))
 			if got := in(frame, t, chromedp.Text(chromedp.CSS("#delivery-rows"))); !strings.Contains(got, "webhook.test") {
 				t.Errorf("the framed log says %q", got)
