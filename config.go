@@ -9,8 +9,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/profile"
 )
 
@@ -51,6 +53,11 @@ type Config struct {
 	// default (loopback, private, link-local…): for local development and
 	// tests, e.g. 127.0.0.1/32.
 	EgressAllow []netip.Prefix
+	// PortalFrameOrigins may frame every owner's portal pages (CSP
+	// frame-ancestors), e.g. https://app.example.com; an owner's own
+	// portal_frame_origins attribute adds more. None: the portal cannot be
+	// framed at all.
+	PortalFrameOrigins []string
 
 	// Work runs the delivery workers on hookd's own River client, started
 	// by Start. Leave it false in an API-only process, and when your own
@@ -181,6 +188,11 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if len(c.MasterKey) != 32 {
 		return fmt.Errorf("master key is %d bytes, want 32 (HOOKD_MASTER_KEY or --master-key-file)", len(c.MasterKey))
+	}
+	for _, o := range c.PortalFrameOrigins {
+		if _, err := ops.PortalFrameOrigin(o); err != nil {
+			return fmt.Errorf("portal frame origins: %s", apperr.MessageOf(err))
+		}
 	}
 	for _, d := range []struct {
 		name, flag string

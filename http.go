@@ -88,5 +88,5 @@ func (h *Hookd) console(prefix string) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
+	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
 }

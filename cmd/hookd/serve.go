@@ -19,6 +19,7 @@ import (
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/gctune"
 	"github.com/hookd/hookd/internal/httpapi"
+	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/tracing"
@@ -70,6 +71,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	addr := fs.String("addr", envOr("HOOKD_ADDR", "127.0.0.1:8080"), "listen address (env HOOKD_ADDR)")
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
+	frameOrigins := fs.String("portal-frame-origins", os.Getenv("HOOKD_PORTAL_FRAME_ORIGINS"), "origins that may frame every owner's portal, comma-separated, e.g. https://app.example.com; none: the portal cannot be framed (env HOOKD_PORTAL_FRAME_ORIGINS)")
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
 	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
 	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
@@ -109,6 +111,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if *catalog != "" {
 		cfg.Catalogs = strings.Split(*catalog, ",")
 	}
+	cfg.PortalFrameOrigins = ops.SplitOrigins(*frameOrigins)
 	cfg.Work = *role != "api"
 	cfg.Workers, cfg.SlowWorkers, cfg.OwnerShare, cfg.SlowAfter = *workers, *slowWorkers, *ownerShare, *slowAfter
 	cfg.RescueStuckJobsAfter = *rescue

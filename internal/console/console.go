@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hookd/hookd/internal/ops"
@@ -40,6 +41,9 @@ type Config struct {
 	// "/webhooks" for /webhooks/admin/. Every link, form, redirect, asset
 	// and the session cookie's path carry it.
 	Prefix string
+	// FrameOrigins may frame every owner's portal pages (CSP
+	// frame-ancestors), besides each owner's own portal_frame_origins.
+	FrameOrigins []string
 	// SessionTTL is how long a session lasts (default 12 h).
 	SessionTTL time.Duration
 	Now        func() time.Time
@@ -48,9 +52,10 @@ type Config struct {
 
 // Console is the web page.
 type Console struct {
-	cfg   Config
-	pages *pages
-	mux   *http.ServeMux
+	cfg    Config
+	pages  *pages
+	mux    *http.ServeMux
+	portal *http.ServeMux
 }
 
 // New builds the console.
@@ -64,11 +69,12 @@ func New(cfg Config) (*Console, error) {
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	p, err := parsePages(cfg.Prefix)
+	p, err := parsePages(cfg.Prefix, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, pages: p, mux: http.NewServeMux()}
+	c.portal = c.portalMux()
 	if err := c.routes(); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,8 @@ func (c *Console) routes() error {
 	}
 	m := c.mux
 	m.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", cacheStatic(http.FileServerFS(static))))
+	// The portal's own copy: a proxy may expose /portal/ alone.
+	m.Handle("GET /portal/static/", http.StripPrefix("/portal/static/", cacheStatic(http.FileServerFS(static))))
 	toAdmin := func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.cfg.Prefix+"/admin/", http.StatusFound)
 	}
@@ -119,6 +127,9 @@ func (c *Console) routes() error {
 	m.Handle("POST /admin/grants/{id}/delete", c.authed(c.grantAction("delete")))
 	m.Handle("GET /admin/tasks", c.authed(c.task))
 	m.Handle("/admin/tasks/", c.authed(c.riverUI))
+	m.HandleFunc("GET /portal/{link}", c.openLink)
+	m.HandleFunc("GET /portal.js", portalScript)
+	m.HandleFunc("/portal/s/{token}/", c.servePortal)
 	m.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, notFound("no page %s", r.URL.Path))
 	})
@@ -155,7 +166,12 @@ func cacheStatic(h http.Handler) http.Handler {
 
 // redirect sends the browser to path (a console path, /admin/…) under the
 // prefix: 303, so a form post is followed by a GET.
+// In the portal, /admin is the session's base.
 func (c *Console) redirect(w http.ResponseWriter, r *http.Request, path string) {
+	if p := portalOf(r); p != nil {
+		http.Redirect(w, r, p.base+strings.TrimPrefix(path, "/admin"), http.StatusSeeOther)
+		return
+	}
 	http.Redirect(w, r, c.cfg.Prefix+path, http.StatusSeeOther)
 }
 

@@ -72,7 +72,7 @@ func (c *Console) deliveryLog(w http.ResponseWriter, r *http.Request, s *session
 		c.renderFragment(w, r, s, "rows", d.Deliveries)
 		return
 	}
-	c.render(w, r, status, "deliveries", s, "Deliveries", d)
+	c.render(w, r, status, "deliveries", s, msg("title.deliveries"), d)
 }
 
 func (c *Console) showDelivery(w http.ResponseWriter, r *http.Request, s *session) {
@@ -81,5 +81,5 @@ func (c *Console) showDelivery(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "delivery", s, "Delivery "+d.ID, d)
+	c.render(w, r, http.StatusOK, "delivery", s, msg("title.delivery", d.ID), d)
 }

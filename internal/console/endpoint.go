@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -20,30 +19,16 @@ type endpointData struct {
 }
 
 // notices are what the endpoint page says after an action (?done=…).
-func notice(r *http.Request, w words) string {
-	switch r.URL.Query().Get("done") {
-	case "saved":
-		return "Saved."
-	case "enabled":
-		return "Enabled: its failure state is cleared and deliveries resume."
-	case "disabled":
-		return "Disabled: it gets no new deliveries until you enable it."
-	case "test":
-		return "Test event sent; its delivery appears below."
-	case "redelivered":
+func notice(r *http.Request, l *locale, w wordsView) string {
+	switch done := r.URL.Query().Get("done"); done {
+	case "saved", "enabled", "disabled", "test", "expired":
+		return l.T("notice." + done)
+	case "redelivered", "retried":
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		if n == 0 {
-			return "Nothing to redeliver: this " + w.Endpoint + " has no failed deliveries."
+			return l.T("notice."+done+".none", w.Endpoint)
 		}
-		return fmt.Sprintf("%d failed deliveries queued again.", n)
-	case "retried":
-		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
-		if n == 0 {
-			return "Nothing was waiting: every pending delivery of this " + w.Endpoint + " is already due."
-		}
-		return fmt.Sprintf("%d waiting deliveries are due now.", n)
-	case "expired":
-		return "Old keys no longer sign: deliveries carry only the current key's signature."
+		return l.T("notice."+done, n)
 	}
 	return ""
 }
@@ -78,8 +63,9 @@ func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		d.Totals.Failed += h.Failed
 		d.Totals.Pending += h.Pending
 	}
-	d.Notice = notice(r, v)
-	c.render(w, r, http.StatusOK, "endpoint", s, e.URL, d)
+	l := c.localeOf(r, s)
+	d.Notice = notice(r, l, v.in(l))
+	c.render(w, r, http.StatusOK, "endpoint", s, raw(e.URL), d)
 }
 
 // wordsOf is the session owner's words (the layout's, for handlers).

@@ -29,7 +29,7 @@ type listData struct {
 
 func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *session) {
 	if s.OwnerID == "" {
-		c.render(w, r, http.StatusOK, "endpoints", s, "Webhooks", listData{NoOwner: true})
+		c.render(w, r, http.StatusOK, "endpoints", s, msg("title.webhooks"), listData{NoOwner: true})
 		return
 	}
 	ctx := r.Context()
@@ -60,7 +60,7 @@ func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *sessi
 		}
 		d.Rows[i] = endpointRow{EndpointView: e, EndpointActivity: a, Grant: grants.of(e)}
 	}
-	c.render(w, r, http.StatusOK, "endpoints", s, "Webhooks", d)
+	c.render(w, r, http.StatusOK, "endpoints", s, msg("title.webhooks"), d)
 }
 
 // endpointForm is the new and edit form: what the user typed, kept when
@@ -138,9 +138,9 @@ func (c *Console) showForm(w http.ResponseWriter, r *http.Request, s *session, s
 	if f.Other == "" {
 		f.Other = strings.Join(sorted(other), ", ")
 	}
-	title := "New endpoint"
+	title := msg("title.new_endpoint")
 	if f.ID != "" {
-		title = "Edit endpoint"
+		title = msg("title.edit_endpoint")
 	}
 	c.render(w, r, status, "endpoint_form", s, title, f)
 }
@@ -250,7 +250,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 		c.refuse(w, r, s, f, err)
 		return
 	}
-	c.render(w, r, http.StatusCreated, "secret", s, "Endpoint created", secretData{Endpoint: e, Created: true})
+	c.render(w, r, http.StatusCreated, "secret", s, msg("title.endpoint_created"), secretData{Endpoint: e, Created: true})
 }
 
 func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
@@ -300,7 +300,7 @@ func (c *Console) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 			c.fail(w, r, s, err)
 			return
 		}
-		c.render(w, r, http.StatusOK, "confirm_delete", s, "Delete endpoint", confirmData{Endpoint: e})
+		c.render(w, r, http.StatusOK, "confirm_delete", s, msg("title.confirm_delete"), confirmData{Endpoint: e})
 		return
 	}
 	if _, err := c.call(r.Context(), s, "webhooks.delete", &ops.EndpointRef{ID: id}); err != nil {
@@ -316,7 +316,7 @@ func (c *Console) rotateSecret(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "secret", s, "Secret rotated", secretData{Endpoint: e})
+	c.render(w, r, http.StatusOK, "secret", s, msg("title.secret_rotated"), secretData{Endpoint: e})
 }
 
 func (c *Console) sendTest(w http.ResponseWriter, r *http.Request, s *session) {

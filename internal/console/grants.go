@@ -55,9 +55,9 @@ func (c *Console) listGrants(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	d := grantsData{Rows: rows}
 	if r.URL.Query().Get("done") == "deleted" {
-		d.Notice = "Grant deleted. Endpoints that used it admit no events of scoped types until you give them another grant."
+		d.Notice = c.localeOf(r, s).T("notice.grant_deleted")
 	}
-	c.render(w, r, http.StatusOK, "grants", s, "Grants", d)
+	c.render(w, r, http.StatusOK, "grants", s, msg("nav.grants"), d)
 }
 
 type grantData struct {
@@ -91,15 +91,15 @@ func (c *Console) showGrant(w http.ResponseWriter, r *http.Request, s *session) 
 	d := grantData{Grant: row}
 	switch r.URL.Query().Get("done") {
 	case "saved":
-		d.Notice = "Saved. The change applies from the next event on."
+		d.Notice = c.localeOf(r, s).T("notice.grant_saved")
 	case "revoked":
-		d.Notice = "Revoked. Its endpoints admit no events of scoped types from the next event on."
+		d.Notice = c.localeOf(r, s).T("notice.grant_revoked")
 	}
 	title := g.Description
 	if title == "" {
 		title = g.ID
 	}
-	c.render(w, r, http.StatusOK, "grant", s, title, d)
+	c.render(w, r, http.StatusOK, "grant", s, raw(title), d)
 }
 
 // grantForm is the new and edit form as typed: one glob per line.
@@ -115,7 +115,7 @@ type grantForm struct {
 }
 
 func (c *Console) newGrant(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "grant_form", s, "New grant", &grantForm{})
+	c.render(w, r, http.StatusOK, "grant_form", s, msg("title.new_grant"), &grantForm{})
 }
 
 func (c *Console) editGrant(w http.ResponseWriter, r *http.Request, s *session) {
@@ -124,7 +124,7 @@ func (c *Console) editGrant(w http.ResponseWriter, r *http.Request, s *session) 
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "grant_form", s, "Edit grant", grantFormOf(g))
+	c.render(w, r, http.StatusOK, "grant_form", s, msg("title.edit_grant"), grantFormOf(g))
 }
 
 func grantFormOf(g *ops.GrantView) *grantForm {
@@ -215,17 +215,17 @@ func (c *Console) refuseGrant(w http.ResponseWriter, r *http.Request, s *session
 		c.fail(w, r, s, err)
 		return
 	}
-	msg := apperr.MessageOf(err)
+	says := apperr.MessageOf(err)
 	field := "form"
 	for _, name := range []string{"description", "allow", "deny", "expires_at", "published_only"} {
-		if strings.HasPrefix(msg, name) {
+		if strings.HasPrefix(says, name) {
 			field = name
 		}
 	}
-	f.Errors = map[string]string{field: msg}
-	title := "New grant"
+	f.Errors = map[string]string{field: says}
+	title := msg("title.new_grant")
 	if f.ID != "" {
-		title = "Edit grant"
+		title = msg("title.edit_grant")
 	}
 	c.render(w, r, http.StatusUnprocessableEntity, "grant_form", s, title, f)
 }
@@ -246,7 +246,7 @@ func (c *Console) grantAction(action string) authedHandler {
 				c.fail(w, r, s, err)
 				return
 			}
-			c.render(w, r, http.StatusOK, "confirm_grant", s, strings.ToUpper(action[:1])+action[1:]+" grant", confirmGrantData{Grant: row, Action: action})
+			c.render(w, r, http.StatusOK, "confirm_grant", s, msg("grant.confirm."+action+".title"), confirmGrantData{Grant: row, Action: action})
 			return
 		}
 		if _, err := c.call(r.Context(), s, "grants."+action, ref); err != nil {

@@ -56,11 +56,20 @@ func startSite(t *testing.T, backend dbtest.Backend) *site {
 // "the app", and /cookies echoes the Cookie header the app was sent.
 func startSiteAt(t *testing.T, backend dbtest.Backend, prefix string) *site {
 	t.Helper()
+	return startSiteWith(t, backend, prefix, nil)
+}
+
+// startSiteWith is startSiteAt with tweak applied to hookd's config.
+func startSiteWith(t *testing.T, backend dbtest.Backend, prefix string, tweak func(*hookd.Config)) *site {
+	t.Helper()
 	cfg := hookdtest.Config(backend.Config(t))
 	cfg.EventTypes = catalog
 	cfg.BusySnooze = 100 * time.Millisecond
 	logs := hookdtest.NewLogs()
 	cfg.Log = logs.Logger(slog.LevelInfo)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	h := hookdtest.Open(t, cfg)
 	handler := h.Handler()
 	if prefix != "" {

@@ -11,38 +11,67 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
+	"golang.org/x/text/language"
 )
 
-// pages holds one template set per page: the layout plus the page.
+// pages holds one template set per language and page: the layout plus
+// the page, with the template functions speaking that language. masters
+// are the same, never executed, for the portal: each of its pages is a
+// clone whose {{admin}} is the session's base (html/template clones only
+// a set that has not run).
 type pages struct {
-	byName map[string]*template.Template
+	byLocale map[*locale]map[string]*template.Template
+	masters  map[*locale]map[string]*template.Template
 }
 
-var funcs = template.FuncMap{
-	"when":  when,
-	"ago":   ago,
-	"join":  strings.Join,
-	"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"plus1": func(i int) int { return i + 1 },
-}
+func (p *pages) get(l *locale, name string) *template.Template { return p.byLocale[l][name] }
 
-// parsePages parses every page; {{admin}} in a template is the console's
-// root under prefix (/admin, or /webhooks/admin).
-func parsePages(prefix string) (*pages, error) {
-	fm := template.FuncMap{"admin": func() string { return prefix + "/admin" }}
-	for k, v := range funcs {
-		fm[k] = v
+// portalPage is page name for a portal session whose pages are at base,
+// its assets at static.
+func (p *pages) portalPage(l *locale, name, base, static string) (*template.Template, error) {
+	m := p.masters[l][name]
+	if m == nil {
+		return nil, nil
 	}
-	layout, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html")
+	t, err := m.Clone()
 	if err != nil {
-		return nil, fmt.Errorf("console templates: %w", err)
+		return nil, err
 	}
+	return t.Funcs(template.FuncMap{"admin": func() string { return base }, "static": func() string { return static }, "portal": func() bool { return true }}), nil
+}
+
+// parsePages parses every page in every language; {{admin}} in a template
+// is the console's root under prefix (/admin, or /webhooks/admin).
+func parsePages(prefix string, now func() time.Time) (*pages, error) {
+	p := &pages{byLocale: map[*locale]map[string]*template.Template{}, masters: map[*locale]map[string]*template.Template{}}
+	for _, l := range localeByTag {
+		var err error
+		if p.byLocale[l], err = parseSet(l, prefix, now); err != nil {
+			return nil, err
+		}
+		if p.masters[l], err = parseSet(l, prefix, now); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func parseSet(l *locale, prefix string, now func() time.Time) (map[string]*template.Template, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
-	p := &pages{byName: map[string]*template.Template{}}
+	fm := funcsFor(l, now)
+	fm["admin"] = func() string { return prefix + "/admin" }
+	fm["portal"] = func() bool { return false }
+	fm["static"] = func() string { return prefix + "/admin/static" }
+	layout, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("console templates: %w", err)
+	}
+	byName := map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(path.Base(n), ".html")
 		if base == "layout" {
@@ -52,9 +81,9 @@ func parsePages(prefix string) (*pages, error) {
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %w", n, err)
 		}
-		p.byName[base] = t
+		byName[base] = t
 	}
-	return p, nil
+	return byName, nil
 }
 
 // view is what the layout renders around a page.
@@ -62,8 +91,20 @@ type view struct {
 	Title   string
 	Page    string
 	Session *sessionView
-	Words   words
+	Words   wordsView
 	Data    any
+	// Portal is set on a portal session's pages.
+	Portal *portalView
+}
+
+// portalView is what a portal page shows of its link: the owner's brand
+// and the one way out.
+type portalView struct {
+	Title     string
+	ReturnURL string
+	LogoURL   string
+	// FrameOrigins are the origins the page may tell its height to.
+	FrameOrigins string
 }
 
 type sessionView struct {
@@ -75,24 +116,76 @@ type sessionView struct {
 	Operator  bool
 	CSRF      string
 	Owners    []string
+	portal    *portalSession
 }
 
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, title string, data any) {
-	t := c.pages.byName[page]
+// Sees says the pages offer feature (a portal link may leave some out).
+func (v *sessionView) Sees(feature string) bool { return v.portal == nil || v.portal.sees(feature) }
+
+// Can says the pages offer feature's changes: never in a read-only
+// portal, and the portal never changes the producer's event types.
+func (v *sessionView) Can(feature string) bool {
+	if v.portal == nil {
+		return true
+	}
+	return !v.portal.readOnly && feature != ops.FeatureEventTypes && v.portal.sees(feature)
+}
+
+// localeOf is the language of the request's pages: the portal link's,
+// else the owner's setting, else the browser's.
+func (c *Console) localeOf(r *http.Request, s *session) *locale {
+	var settings []string
+	if p := portalOf(r); p != nil {
+		settings = append(settings, p.locale)
+	}
+	if s != nil && s.OwnerID != "" {
+		if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
+			settings = append(settings, o.Attributes[ops.AttrLocale])
+		}
+	}
+	return requestLocale(r, settings...)
+}
+
+// page is the template set for page in l: the console's, or a clone
+// rooted at the portal session's base.
+func (c *Console) page(r *http.Request, l *locale, page string) *template.Template {
+	p := portalOf(r)
+	if p == nil {
+		return c.pages.get(l, page)
+	}
+	t, err := c.pages.portalPage(l, page, p.base, c.cfg.Prefix+"/portal/static")
+	if err != nil {
+		c.cfg.Log.Error("console: clone portal page", "page", page, "error", err)
+		return nil
+	}
+	return t
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, title text, data any) {
+	l := c.localeOf(r, s)
+	t := c.page(r, l, page)
 	if t == nil {
 		c.cfg.Log.Error("console: no template", "page", page)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	v := view{Title: title, Page: page, Data: data, Words: standardWords}
+	v := view{Title: l.text(title), Page: page, Data: data, Words: standardWords.in(l)}
+	if page == "portal_gone" {
+		// A spent link's page is the portal's: no way into the console.
+		v.Portal = &portalView{FrameOrigins: strings.Join(c.cfg.FrameOrigins, " ")}
+	}
 	if s != nil {
-		v.Session = &sessionView{Role: s.Role, OwnerID: s.OwnerID, Operator: s.operator(), CSRF: s.csrf}
+		v.Session = &sessionView{Role: s.Role, OwnerID: s.OwnerID, Operator: s.operator(), CSRF: s.csrf, portal: s.portal}
 		if s.OwnerID != "" {
 			if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
-				v.Words = wordsFor(o.Profile)
+				v.Words = wordsFor(o.Profile).in(l)
+				if s.portal != nil {
+					v.Portal = &portalView{Title: o.Attributes[ops.AttrPortalTitle], ReturnURL: s.portal.returnURL, LogoURL: o.Attributes[ops.AttrPortalLogoURL],
+						FrameOrigins: strings.Join(c.frameOrigins(o), " ")}
+				}
 			}
 		}
-		v.Session.GrantsNav = v.Words.Grants && !c.cfg.Ops.ForeignGrants
+		v.Session.GrantsNav = v.Words.Grants && !c.cfg.Ops.ForeignGrants && v.Session.Sees(ops.FeatureGrants)
 		if s.operator() {
 			if all, err := c.cfg.DB.Q().ListOwners(r.Context()); err == nil {
 				for _, o := range all {
@@ -108,6 +201,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Language", l.Lang())
+	w.Header().Add("Vary", "Accept-Language")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -124,70 +219,44 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	code := apperr.CodeOf(err)
 	status := apperr.Status(code)
 	if status >= 500 {
-		c.cfg.Log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		c.cfg.Log.Error("console request failed", "method", r.Method, "path", loggedPath(r), "error", err)
 	}
 	if status == http.StatusUnauthorized && r.Method == http.MethodGet {
 		c.redirect(w, r, "/admin/signin")
 		return
 	}
-	c.render(w, r, status, "error", s, http.StatusText(status), errorData{Status: status, Message: apperr.MessageOf(err)})
+	c.render(w, r, status, "error", s, statusTitle(status), errorData{Status: status, Message: apperr.MessageOf(err)})
 }
 
 func notFound(format string, args ...any) error { return apperr.New(apperr.NotFound, format, args...) }
 
-func when(t any) string {
-	switch v := t.(type) {
-	case time.Time:
-		if v.IsZero() {
-			return "—"
-		}
-		return v.UTC().Format("2006-01-02 15:04:05 UTC")
-	case *time.Time:
-		if v == nil {
-			return "—"
-		}
-		return when(*v)
+// loggedPath is the request's path for a log line: a portal link's path
+// holds its token, so only /portal/… is said.
+func loggedPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/portal/") {
+		return "/portal/…"
 	}
-	return ""
+	return r.URL.Path
 }
 
-func ago(t any) string {
-	var v time.Time
-	switch x := t.(type) {
-	case time.Time:
-		v = x
-	case *time.Time:
-		if x == nil {
-			return ""
-		}
-		v = *x
+// statusTitle is an error page's title: the status in the page's language.
+func statusTitle(status int) text {
+	key := fmt.Sprintf("status.%d", status)
+	if _, ok := messageKeys[language.English][key]; ok {
+		return msg(key)
 	}
-	d := time.Since(v)
-	switch {
-	case d < 0:
-		return "in " + human(-d)
-	case d < time.Minute:
-		return "just now"
-	}
-	return human(d) + " ago"
-}
-
-func human(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return raw(http.StatusText(status))
 }
 
 // renderFragment renders one named partial alone (live refreshes).
 func (c *Console) renderFragment(w http.ResponseWriter, r *http.Request, s *session, name string, data any) {
 	var buf bytes.Buffer
-	if err := c.pages.byName["error"].ExecuteTemplate(&buf, name, data); err != nil {
+	t := c.page(r, c.localeOf(r, s), "error")
+	if t == nil {
+		c.fail(w, r, s, fmt.Errorf("render %s: no template", name))
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		c.fail(w, r, s, fmt.Errorf("render %s: %w", name, err))
 		return
 	}

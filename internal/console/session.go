@@ -25,6 +25,8 @@ type session struct {
 	*store.Session
 	hash []byte
 	csrf string
+	// portal is set for a portal session (nil: a console sign-in).
+	portal *portalSession
 }
 
 func (s *session) principal() ops.Principal {
@@ -63,21 +65,29 @@ func (c *Console) authed(h authedHandler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if err := checkOrigin(r); err != nil {
+			if err := c.checkForm(r, s); err != nil {
 				c.fail(w, r, s, err)
-				return
-			}
-			got := r.Header.Get("X-CSRF-Token")
-			if got == "" {
-				got = r.PostFormValue("csrf")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-				c.fail(w, r, s, apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again"))
 				return
 			}
 		}
 		h(w, r, s)
 	})
+}
+
+// checkForm refuses a state change from another site (Origin) or without
+// the session's CSRF token.
+func (c *Console) checkForm(r *http.Request, s *session) error {
+	if err := checkOrigin(r); err != nil {
+		return err
+	}
+	got := r.Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = r.PostFormValue("csrf")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+		return apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again")
+	}
+	return nil
 }
 
 func (c *Console) session(r *http.Request) (*session, error) {
@@ -133,14 +143,15 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "signin", nil, "Sign in", signinData{Next: r.URL.Query().Get("next")})
+	c.render(w, r, http.StatusOK, "signin", nil, msg("title.signin"), signinData{Next: r.URL.Query().Get("next")})
 }
 
 // signin starts a session from an API key of role admin or operator.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
-	again := func(status int, msg string) {
-		c.render(w, r, status, "signin", nil, "Sign in", signinData{Next: next, Error: msg})
+	l := c.localeOf(r, nil)
+	again := func(status int, says string) {
+		c.render(w, r, status, "signin", nil, msg("title.signin"), signinData{Next: next, Error: says})
 	}
 	if err := checkOrigin(r); err != nil {
 		again(http.StatusForbidden, apperr.MessageOf(err))
@@ -148,23 +159,23 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	if key == "" {
-		again(http.StatusUnprocessableEntity, "Enter an API key (create one with `hookd apikey create --owner NAME`).")
+		again(http.StatusUnprocessableEntity, l.T("signin.err.empty"))
 		return
 	}
 	ctx := r.Context()
 	k, err := c.cfg.DB.Q().APIKeyByHash(ctx, owner.HashKey(key))
 	switch {
 	case apperr.CodeOf(err) == apperr.Unauthorized:
-		again(http.StatusUnauthorized, "This API key is not recognised.")
+		again(http.StatusUnauthorized, l.T("signin.err.unknown"))
 		return
 	case err != nil:
 		c.fail(w, r, nil, err)
 		return
 	case k.RevokedAt != nil:
-		again(http.StatusUnauthorized, "This API key was revoked.")
+		again(http.StatusUnauthorized, l.T("signin.err.revoked"))
 		return
 	case k.Role != owner.Admin && k.Role != owner.Operator:
-		again(http.StatusForbidden, "This is a "+string(k.Role)+" key: the console needs an admin key (one owner) or an operator key (every owner).")
+		again(http.StatusForbidden, l.T("signin.err.role", l.T("role."+string(k.Role))))
 		return
 	}
 	token, err := newToken()

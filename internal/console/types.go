@@ -76,7 +76,7 @@ func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session)
 			views[i].ExampleText = indented(t.Example)
 		}
 	}
-	c.render(w, r, http.StatusOK, "event_types", s, "Event types", typesData{Types: views})
+	c.render(w, r, http.StatusOK, "event_types", s, msg("nav.event_types"), typesData{Types: views})
 }
 
 // putEventType marks a type webhook or internal, keeping its description,

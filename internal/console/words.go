@@ -1,38 +1,48 @@
 package console
 
 // words are what the pages call things: the standard profile's words for its
-// owners, kwork's for kwork (subscriptions, delivery records).
+// owners, kwork's for kwork (subscriptions, delivery records, sends), in
+// every language. Each is a catalog key prefix: words.<profile>.<word>.
 type words struct {
-	Section   string // the nav entry
-	Endpoint  string // one
-	Endpoints string // many
-	Log       string // the delivery log
-	LogNote   string // what the log keeps
+	profile string
 	// Grants: the profile has scoped types, so the nav offers the grants
 	// page (kwork has none: its owners reach grants only by URL).
 	Grants bool
-	// NoGrant is the grant picker's "no grant" choice.
-	NoGrant string
 	// Developer: the profile's owners mark a developer subscription (the
 	// one lifecycle events go to), so the form offers the mark.
 	Developer bool
 }
 
-var standardWords = words{
-	Section: "Webhooks", Endpoint: "endpoint", Endpoints: "endpoints", Log: "Delivery log",
-	LogNote: "Newest first. Each row links to the River job that delivers it.",
-	Grants:  true, NoGrant: "none — published notes only",
-}
+var standardWords = words{profile: "standard", Grants: true}
 
-var kworkWords = words{
-	Section: "Event subscriptions", Endpoint: "subscription", Endpoints: "subscriptions", Log: "Delivery records",
-	LogNote: "The latest 50 deliveries: type, time, sends, last status or error, state. Finished records are deleted after 30 days.",
-	NoGrant: "none — published events only", Developer: true,
-}
+var kworkWords = words{profile: "kwork", Developer: true}
 
 func wordsFor(profile string) words {
 	if profile == "kwork" {
 		return kworkWords
 	}
 	return standardWords
+}
+
+// wordsView is words in one language, as the templates read them.
+type wordsView struct {
+	Section   string // the nav entry
+	Endpoint  string // one
+	Endpoints string // many
+	Attempts  string // a delivery's tries: attempts, or kwork's sends
+	Log       string // the delivery log
+	LogNote   string // what the log keeps
+	// PortalLogNote is LogNote in the portal, which links to no job.
+	PortalLogNote string
+	NoGrant       string // the grant picker's "no grant" choice
+	Grants        bool
+	Developer     bool
+}
+
+func (w words) in(l *locale) wordsView {
+	k := func(word string) string { return l.T("words." + w.profile + "." + word) }
+	return wordsView{
+		Section: k("section"), Endpoint: k("endpoint"), Endpoints: k("endpoints"), Attempts: k("attempts"),
+		Log: k("log"), LogNote: k("log_note"), PortalLogNote: k("log_note_portal"), NoGrant: k("no_grant"), Grants: w.Grants, Developer: w.Developer,
+	}
 }

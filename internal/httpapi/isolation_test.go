@@ -332,6 +332,8 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"webhooks.stats":              {"id": ep},
 		"webhooks.delivery":           {"id": ep, "delivery_id": w.bob.delivery},
 		"tasks.get":                   {"job": w.bob.job},
+		"portal.create_link":          {"ttl": "1h", "features": []string{"endpoints"}},
+		"portal.revoke_sessions":      nil,
 	}
 }
 

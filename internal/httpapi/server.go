@@ -47,6 +47,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/admin/webhooks/{id}/deliveries/export", s.export)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
+		mux.Handle("/portal/", s.Console)
+		mux.Handle("GET /portal.js", s.Console)
 		mux.Handle("/{$}", s.Console)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +58,9 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(pattern, h)
 	}
 	if s.Tracing != nil {
-		return otelhttp.NewHandler(mux, "hookd.api", otelhttp.WithTracerProvider(s.Tracing), otelhttp.WithPropagators(tracing.Propagator))
+		// A portal page's path holds its session's token: not traced.
+		return otelhttp.NewHandler(mux, "hookd.api", otelhttp.WithTracerProvider(s.Tracing), otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithFilter(func(r *http.Request) bool { return !strings.Contains(r.URL.Path, "/portal/") }))
 	}
 	return mux
 }
@@ -82,13 +86,27 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 			WriteError(w, r, s.Log, err)
 			return
 		}
-		out, err := op.Call(r.Context(), p, in)
+		ctx := r.Context()
+		if op.AnswersURL {
+			ctx = ops.WithOrigin(ctx, requestOrigin(r))
+		}
+		out, err := op.Call(ctx, p, in)
 		if err != nil {
 			WriteError(w, r, s.Log, err)
 			return
 		}
 		writeJSON(w, op.Status, out)
 	})
+}
+
+// requestOrigin is the scheme and host the caller reached hookd at (behind
+// a TLS-terminating proxy, its X-Forwarded-Proto says https).
+func requestOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 func ownerNamed(r *http.Request) string {

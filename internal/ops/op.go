@@ -43,8 +43,11 @@ type Op struct {
 	// caller may be authenticated from the key cache: a key revoked before
 	// the call is refused there.
 	ConfirmsKey bool
-	In, Out     reflect.Type
-	call        func(ctx context.Context, p Principal, in any) (any, error)
+	// AnswersURL ops answer with an absolute URL to hookd: the REST
+	// projection tells them the origin the caller reached (WithOrigin).
+	AnswersURL bool
+	In, Out    reflect.Type
+	call       func(ctx context.Context, p Principal, in any) (any, error)
 }
 
 // NewInput returns a pointer to a zero input.

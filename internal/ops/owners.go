@@ -93,6 +93,9 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 		if err := p.ValidateOwner(o.Attributes); err != nil {
 			return err
 		}
+		if err := ValidatePageAttributes(o.Attributes); err != nil {
+			return err
+		}
 		o.Profile = p.Name()
 		out = o
 		return q.UpdateOwner(ctx, o)
@@ -124,6 +127,9 @@ func (s *Service) CreateOwner(ctx context.Context, id, profileName string, attrs
 		attrs = map[string]string{}
 	}
 	if err := p.ValidateOwner(attrs); err != nil {
+		return nil, err
+	}
+	if err := ValidatePageAttributes(attrs); err != nil {
 		return nil, err
 	}
 	o := &owner.Owner{ID: id, Profile: p.Name(), Attributes: attrs, CreatedAt: s.now()}

@@ -54,6 +54,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.activityOps()...)
 		s.ops = append(s.ops, s.deliveryOps()...)
 		s.ops = append(s.ops, s.taskOps()...)
+		s.ops = append(s.ops, s.portalOps()...)
 	}
 	return s.ops
 }

@@ -14,7 +14,7 @@
     btn.addEventListener("click", function () {
       var input = document.querySelector(btn.getAttribute("data-copy"));
       var said = btn.parentNode.querySelector(".copied");
-      var ok = function () { if (said) said.textContent = "Copied."; };
+      var ok = function () { if (said) said.textContent = said.getAttribute("data-copied"); };
       if (navigator.clipboard && navigator.clipboard.writeText) {
         navigator.clipboard.writeText(input.value).then(ok, function () { input.select(); document.execCommand("copy"); ok(); });
       } else {
@@ -63,10 +63,30 @@
       }).then(function (res) {
         var note = document.getElementById("async-notice");
         note.classList.remove("hidden");
-        note.textContent = res.ok ? "Test event " + res.body.type + " sent (" + res.body.event_id + "); its delivery appears below." : res.body.error;
+        // The sentence comes from the page, in its language.
+        note.textContent = res.ok ? note.getAttribute("data-sent").replace("{type}", res.body.type).replace("{id}", res.body.event_id) : res.body.error;
         rounds = 0;
         refresh();
       }).finally(function () { btn.disabled = false; });
     });
   });
+})();
+
+// In the portal, framed by a producer's page: tell it this page's height,
+// only if it is one of the origins allowed to frame the portal.
+(function () {
+  "use strict";
+  var origins = (document.body.getAttribute("data-frame-origins") || "").split(" ").filter(Boolean);
+  if (!origins.length || window.parent === window) return;
+  var last = 0;
+  var post = function () {
+    // The body's own height: the document's scrollHeight is never less
+    // than the frame, so the frame could grow but never shrink.
+    var h = Math.ceil(document.body.getBoundingClientRect().height);
+    if (h === last) return;
+    last = h;
+    origins.forEach(function (o) { window.parent.postMessage({ type: "hookd-portal:height", height: h }, o); });
+  };
+  post();
+  if (window.ResizeObserver) new ResizeObserver(post).observe(document.body);
 })();
