@@ -241,25 +241,37 @@ func TestDeadOwnerControl(t *testing.T) {
 }
 
 // TestSlowOwnerDoesNotStallOthers: one owner with more endpoints than the
-// process has workers, each answering but only after 5 s (past
-// SlowAfter), beside four owners with one healthy endpoint each
-// publishing at 10/s: no healthy delivery waits behind a slow attempt
-// (each arrives well within the 5 s one takes), every slow delivery
-// arrives, and the slow endpoints end in the slow lane.
+// process has workers, each answering but slowly (past SlowAfter), beside
+// four owners with one healthy endpoint each publishing at 10/s. The slow
+// receiver answers nothing until the healthy owners' events have all
+// arrived, so none of them can have waited for a slow answer (what is
+// asserted is who got a worker, not how fast: the machine's load decides
+// that); then every slow delivery arrives, and the slow endpoints end in
+// the slow lane.
 func TestSlowOwnerDoesNotStallOthers(t *testing.T) {
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		const slowEndpoints, delay = 2 * isoWorkers, 5 * time.Second
+		const slowEndpoints, slowest = 2 * isoWorkers, 1200 * time.Millisecond
 		b := setup(t, backend, setupOpts{mutate: func(c *hookd.Config) {
 			isoConfig(hookd.DefaultOwnerShare)(c)
 			c.SlowWorkers = slowEndpoints
+			c.SlowAfter = time.Second
 		}})
 		b.registerType("bulk.thing")
+		release := make(chan struct{})
+		var answered atomic.Int32
 		slow := newReceiver(t)
 		slow.setRespond(func(r *http.Request, _ int) (int, http.Header) {
-			select { // answers, but only after 5 s
-			case <-time.After(delay):
+			began := time.Now()
+			select { // answers once released, and never in under 1.2 s
+			case <-release:
+			case <-r.Context().Done():
+				return http.StatusServiceUnavailable, nil
+			}
+			select {
+			case <-time.After(slowest - time.Since(began)):
 			case <-r.Context().Done():
 			}
+			answered.Add(1)
 			return http.StatusNoContent, nil
 		})
 		for i := range slowEndpoints {
@@ -287,13 +299,14 @@ func TestSlowOwnerDoesNotStallOthers(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		t.Logf("healthy owners' slowest publish → receipt: %s, beside the slow owner's %d attempts (most at once %d)", worst, len(slow.receipts()), slow.maxInFl.Load())
-		if worst >= delay/2 {
-			t.Fatalf("a healthy owner's delivery took %s beside the slow owner's backlog: it waited behind a %s attempt", worst, delay)
+		t.Logf("healthy owners' slowest publish → receipt: %s, beside the slow owner's %d attempts in flight", worst, slow.inFlight.Load())
+		if n := answered.Load(); n != 0 {
+			t.Fatalf("%d slow answers came before the healthy owners were served", n)
 		}
 		if most, share := slow.maxInFl.Load(), isoWorkers/2+slowEndpoints/2; int(most) > share {
 			t.Fatalf("the slow owner held %d workers at once; its share of the two lanes is %d", most, share)
 		}
+		close(release)
 		slow.waitFor(t, slowEndpoints, 60*time.Second)
 		ok := eventually(30*time.Second, func() bool {
 			n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM hookd_endpoints WHERE owner_id = 'acme' AND slow_since IS NOT NULL`)

@@ -52,6 +52,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"/api/admin/api_keys/{id}":                          keyID,
 		"/api/admin/tasks/{job}":                            strconv.FormatInt(w.bob.job, 10),
 		"/api/admin/webhooks/{id}/deliveries/{delivery_id}": w.bob.endpoint + "/deliveries/" + w.bob.delivery,
+		"/api/admin/webhooks/{id}/recoveries/{task_id}":     w.bob.endpoint + "/recoveries/" + strconv.FormatInt(w.bob.job, 10),
 	}
 
 	type route struct{ path, method, op string }

@@ -112,6 +112,10 @@ func New(cfg Config) *Metrics {
 		Name: "hookd_lane_moves_total",
 		Help: "Deliver jobs moved to a lane (deliver or deliver_slow) because their endpoint's attempts became slow or fast again.",
 	}, []string{"lane"})
+	for _, lane := range []string{"deliver", "deliver_slow"} { // every series from the start
+		m.overShare.WithLabelValues(lane)
+		m.laneMoved.WithLabelValues(lane)
+	}
 	groups := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookd_publish_groups_total",
 		Help: "Group commits of single publishes, by path: one_round_trip, missed (tried one round trip, then the usual way) or usual.",
