@@ -83,7 +83,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	ownerID, known := s.shares.ownerOf(endpointID)
 	if known { // the owner's share first: a job over it costs no query
 		if !s.shares.take(lane, ownerID) {
-			return s.overShare(ctx, job, ownerID)
+			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ownerID)
 	}
@@ -109,7 +109,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	if !known {
 		s.shares.remember(endpointID, ep.OwnerID)
 		if !s.shares.take(lane, ep.OwnerID) {
-			return s.overShare(ctx, job, ep.OwnerID)
+			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ep.OwnerID)
 	}

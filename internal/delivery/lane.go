@@ -63,9 +63,6 @@ type shares struct {
 	// owner), so a job checks its owner's share before any query.
 	owners sync.Map // endpoint id → owner id
 	known  int      // entries in owners, under mu
-	// overflowed is when each owner's overflow was last moved in bulk
-	// (moveOverflow); an entry per owner that was ever over its share.
-	overflowed sync.Map // owner id → time.Time
 }
 
 type shareKey struct{ lane, owner string }
@@ -166,45 +163,18 @@ func (s *Service) InFlight(n int) ([]OwnerInFlight, map[string]int) { return s.s
 // is then not filled with a burst's jobs coming due again and again ahead
 // of other owners' (each visits it once), and the burst uses the slow
 // lane's idle workers. In the slow lane it snoozes (no attempt spent):
-// BusySnooze (2 s) the first time, doubling with each snooze the job has
-// had (River counts them in its metadata), up to BusySnooze × 15, with a
-// quarter of jitter so a burst does not come back at once. (Starting at
-// 100 ms, a 3,000-job burst came due some 20,000 times in its first ten
-// seconds, and that churn's CPU was what the other owners waited on.)
-func (s *Service) overShare(ctx context.Context, job *river.Job[DeliverArgs], ownerID string) error {
+// 100 ms the first time, doubling with each snooze the job has had (River
+// counts them in its metadata), up to BusySnooze × 5, with a quarter of
+// jitter so a burst does not come back at once.
+func (s *Service) overShare(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	s.cfg.Metrics.OverShare(job.Queue)
 	if job.Queue == QueueDeliver {
-		s.moveOverflow(ctx, ownerID)
 		return s.toSlowLane(ctx, job)
 	}
 	n := min(snoozesOf(job.Metadata), 10)
-	wait := min(s.cfg.BusySnooze<<n, 15*s.cfg.BusySnooze)
+	wait := min(100*time.Millisecond<<n, 5*s.cfg.BusySnooze)
 	wait += time.Duration(rand.Int64N(int64(wait)/4 + 1))
 	return river.JobSnooze(wait)
-}
-
-// overflowEvery is how often a process moves one owner's waiting jobs
-// out of the healthy lane in bulk (moveOverflow).
-const overflowEvery = time.Second
-
-// moveOverflow moves every job of the owner due in the healthy lane to the
-// slow lane in one statement, at most once a second per owner: the owner
-// holds its share, so each of them would only be fetched to be moved, one
-// by one, ahead of the other owners' jobs (a 3,000-delivery burst took
-// seconds of the healthy lane that way). A failure is logged; the jobs
-// then move one by one as they are fetched.
-func (s *Service) moveOverflow(ctx context.Context, ownerID string) {
-	now := time.Now()
-	if last, ok := s.shares.overflowed.Load(ownerID); ok && now.Sub(last.(time.Time)) < overflowEvery {
-		return
-	}
-	s.shares.overflowed.Store(ownerID, now)
-	n, err := s.db.Relaxed().MoveOwnerOverflow(ctx, ownerID, QueueDeliver, QueueDeliverSlow)
-	if err != nil {
-		s.log.Warn("could not move an owner's overflow to the slow lane; its jobs move as they are fetched", "owner", ownerID, "error", err)
-		return
-	}
-	s.cfg.Metrics.LaneMoved(QueueDeliverSlow, int(n))
 }
 
 // toSlowLane moves a job of the healthy lane to the slow lane; River makes

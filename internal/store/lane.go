@@ -74,17 +74,3 @@ func (q *Q) InFlightByOwner(ctx context.Context, now int64, limit int) ([]OwnerI
 	}
 	return nonNil(out), nil
 }
-
-// MoveOwnerOverflow moves to queue the owner's deliver jobs waiting (due
-// now) in queue from: a burst of an owner at its share of a lane, moved in
-// one statement instead of job by job as each is fetched. It says how
-// many it moved.
-func (q *Q) MoveOwnerOverflow(ctx context.Context, ownerID, from, queue string) (int64, error) {
-	n, err := q.exec(ctx, `UPDATE river_job SET queue = $3
-		WHERE queue = $2 AND state = 'available'
-		AND id IN (SELECT job_id FROM hookd_deliveries WHERE owner_id = $1 AND state = 'pending')`, ownerID, from, queue)
-	if err != nil {
-		return 0, fmt.Errorf("move owner %s overflow to %s: %w", ownerID, queue, err)
-	}
-	return n, nil
-}
