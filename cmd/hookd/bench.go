@@ -28,6 +28,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.StringVar(&o.Profile, "profile", "standard", "owners' profile: standard or kwork")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "the receiver answers 200 after this long")
 	fs.IntVar(&o.Noisy, "noisy", 0, "add another owner with this many endpoints that never answer (each attempt waits out the 10 s timeout), to measure the others beside an outage")
+	fs.DurationVar(&o.NoisyDelay, "noisy-delay", 0, "with --noisy: the noisy owner's receiver answers 200 after this long (a slow owner) instead of never (a dead one)")
 	fs.IntVar(&o.NoisyEvents, "noisy-events", 0, "events published to the noisy owner's endpoints before the run (default 10 with --noisy)")
 	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	fs.StringVar(&o.Executable, "hookd", "", "with --spawn: the hookd binary to serve (default this one), e.g. another build to compare")

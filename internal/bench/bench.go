@@ -48,6 +48,10 @@ type Options struct {
 	// them just before the measured run (noisy.go): the run then measures
 	// the plan's owners beside an outage.
 	Noisy, NoisyEvents int
+	// NoisyDelay, when set, makes the noisy owner's receiver slow instead
+	// of dead: it answers 200 after this long (under hookd's 10 s
+	// timeout, a slow but answering receiver).
+	NoisyDelay time.Duration
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
@@ -165,6 +169,8 @@ func (o *Options) Validate() error {
 		return errors.New("events, endpoints and owners must be at least 1")
 	case o.Owners > o.Endpoints && !o.PublishOnly:
 		return fmt.Errorf("%d owners for %d endpoints: every owner needs an endpoint", o.Owners, o.Endpoints)
+	case o.NoisyDelay < 0 || o.NoisyDelay >= 10*time.Second:
+		return fmt.Errorf("--noisy-delay must be between 0 (never answers) and 10s (hookd's timeout), not %s", o.NoisyDelay)
 	case o.Noisy < 0 || o.NoisyEvents < 0 || o.NoisyEvents > 1000:
 		return errors.New("noisy endpoints must not be negative, and noisy events must be between 0 and 1000 (one batch)")
 	case o.Noisy > 0 && o.PublishOnly:

@@ -30,22 +30,32 @@ type deadReceiver struct {
 	hanging  atomic.Int64
 }
 
-func startDeadReceiver() (*deadReceiver, error) {
+// startDeadReceiver starts the noisy owner's receiver: with delay 0 it
+// never answers; otherwise it answers 200 after delay.
+func startDeadReceiver(delay time.Duration) (*deadReceiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	d := &deadReceiver{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	d.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	d.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Read the request first: the server notices a client that hangs
 		// up (hookd's timeout) only once the body is read.
 		_, _ = io.Copy(io.Discard, r.Body)
 		d.requests.Add(1)
 		d.hanging.Add(1)
 		defer d.hanging.Add(-1)
+		var after <-chan time.Time
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			defer t.Stop()
+			after = t.C
+		}
 		select {
 		case <-r.Context().Done():
 		case <-d.done:
+		case <-after:
+			w.WriteHeader(http.StatusOK)
 		}
 	})}
 	go func() { _ = d.srv.Serve(ln) }()
@@ -61,7 +71,7 @@ func (d *deadReceiver) close() {
 // publishes its events, and waits (up to 10 s) until its first attempts
 // hang: the measured run then starts with the workers they hold.
 func startNoisy(ctx context.Context, api *client, p *plan, o Options) (*deadReceiver, error) {
-	dead, err := startDeadReceiver()
+	dead, err := startDeadReceiver(o.NoisyDelay)
 	if err != nil {
 		return nil, err
 	}

@@ -123,7 +123,11 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
 	}
 	if o.Noisy > 0 {
-		line("noisy", "another owner: %d endpoints that never answer, %d events to them; %d attempts reached them, %d hanging at the end", o.Noisy, o.NoisyEvents, r.NoisyAttempts, r.NoisyHanging)
+		how := "that never answer"
+		if o.NoisyDelay > 0 {
+			how = "that answer after " + o.NoisyDelay.String()
+		}
+		line("noisy", "another owner: %d endpoints %s, %d events to them; %d attempts reached them, %d hanging at the end", o.Noisy, how, o.NoisyEvents, r.NoisyAttempts, r.NoisyHanging)
 	}
 	line("publishing", "%s", r.Mode())
 	switch o.Generator {
