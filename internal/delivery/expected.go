@@ -120,5 +120,5 @@ func storeJob(args river.JobArgs, opts *river.InsertOpts) (*store.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store.Job{Kind: args.Kind(), Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, Args: b, Metadata: opts.Metadata, ScheduledAt: opts.ScheduledAt}, nil
+	return &store.Job{Kind: args.Kind(), Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, Args: b, Metadata: opts.Metadata, ScheduledAt: opts.ScheduledAt, Priority: opts.Priority}, nil
 }

@@ -332,6 +332,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		}
 	}
 	if len(ds) > 0 {
+		s.shares.queueBehind(params)
 		deferred = s.deferBusy(ds, params, f.busy, f.now)
 		if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
 			h(deferred)
@@ -388,7 +389,7 @@ func (s *Service) newDelivery(f *fanoutRun, e *event.Event, ep *endpoint.Endpoin
 		ID: event.NewID("dlv_", now), OwnerID: f.o.ID, EndpointID: ep.ID, EventID: e.ID, EventType: e.Type,
 		State: endpoint.Pending, NextAttemptAt: &at, CreatedAt: now, UpdatedAt: now,
 	}
-	return d, deliverParams(d, f.p, meta, at, now)
+	return d, deliverParams(d, laneOf(ep), f.p, meta, at, now)
 }
 
 // enqueue writes the deliver jobs (params[i] is ds[i]'s) through River's
@@ -468,7 +469,7 @@ type jobMeta struct {
 	Trace map[string]string `json:"hookd_trace,omitempty"`
 }
 
-func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now time.Time) river.InsertManyParams {
+func deliverParams(d *endpoint.Delivery, lane string, p profile.Profile, meta []byte, at, now time.Time) river.InsertManyParams {
 	// Uniqueness per (endpoint, event) is hookd_deliveries' unique key,
 	// checked in the same transaction as this insert: it outlives River's
 	// job rows (deleted after a day or a week), so a fanout re-run at any
@@ -476,7 +477,7 @@ func deliverParams(d *endpoint.Delivery, p profile.Profile, meta []byte, at, now
 	// River has not yet recorded the old job's end. (River's UniqueOpts
 	// would do neither.)
 	opts := &river.InsertOpts{
-		Queue:       QueueDeliver,
+		Queue:       lane,
 		MaxAttempts: p.Retry().MaxAttempts,
 		Metadata:    meta,
 	}

@@ -124,6 +124,33 @@ func (sh *shares) give(lane, owner string) {
 	}
 }
 
+// queueBehind lowers the River priority of one fanout's jobs past the
+// owner's share of their lane (all of them are one owner's: the event's
+// and those taken along): River fetches a lane by priority first, so
+// another owner's delivery published after a burst (a thousand endpoints,
+// a batch of events) is fetched before the burst's tail, not after it,
+// while the burst still has every idle worker (no job waits for a time,
+// as a snooze or a schedule would make it). The first share of the burst
+// keeps the default priority, so a burst alone on the machine runs as
+// before.
+func (sh *shares) queueBehind(params []river.InsertManyParams) {
+	var seen [2]int // healthy, slow
+	for _, p := range params {
+		lane := p.InsertOpts.Queue
+		c, capped := sh.caps[lane]
+		if !capped {
+			continue
+		}
+		i := 0
+		if lane == QueueDeliverSlow {
+			i = 1
+		}
+		if seen[i]++; seen[i] > c {
+			p.InsertOpts.Priority = 2
+		}
+	}
+}
+
 // OwnerInFlight is one owner's deliveries in flight in one lane of this
 // process.
 type OwnerInFlight struct {

@@ -58,8 +58,9 @@ func (s *Service) requeue(ctx context.Context, p profile.Profile, next func(q *s
 			now := s.now().UTC()
 			params := make([]river.InsertManyParams, len(ds))
 			for i, d := range ds {
-				params[i] = deliverParams(d, p, meta, now, now)
+				params[i] = deliverParams(d, QueueDeliver, p, meta, now, now) // a slow endpoint's job moves itself
 			}
+			s.shares.queueBehind(params) // one endpoint's: its owner's
 			res, err := q.InsertJobs(ctx, params)
 			if err != nil {
 				return fmt.Errorf("re-enqueue: %w", err)

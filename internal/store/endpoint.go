@@ -13,14 +13,18 @@ import (
 // endpointCols: scope_source holds the endpoint's grant id (GrantID).
 const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered, trace_context, developer`
 
+// endpointReadCols are endpointCols and the columns hookd writes itself,
+// not the owner (slow_since: the endpoint's lane), which scanEndpoint reads.
+const endpointReadCols = endpointCols + `, slow_since`
+
 func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
 	var globs string
-	var failing *int64
+	var failing, slow *int64
 	var created, updated int64
 	var signing, headers string
 	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing,
-		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer); err != nil {
+		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer, &slow); err != nil {
 		return nil, err
 	}
 	if err := scanHeaders(&e, headers); err != nil {
@@ -33,7 +37,7 @@ func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	if err := json.Unmarshal([]byte(globs), &e.EventTypes); err != nil {
 		return nil, fmt.Errorf("endpoint %s event types: %w", e.ID, err)
 	}
-	e.FailingSince = fromTSPtr(failing)
+	e.FailingSince, e.SlowSince = fromTSPtr(failing), fromTSPtr(slow)
 	e.CreatedAt = fromTS(created)
 	e.UpdatedAt = fromTS(updated)
 	return &e, nil
@@ -72,7 +76,7 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 
 // GetEndpoint returns one of an owner's endpoints ("" owner: any).
 func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endpoint, error) {
-	e, err := scanEndpoint(q.queryRow(ctx, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
+	e, err := scanEndpoint(q.queryRow(ctx, `SELECT `+endpointReadCols+` FROM hookd_endpoints WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
 	if NotFound(err) {
 		return nil, notFoundEndpoint(id)
 	}
@@ -82,7 +86,7 @@ func (q *Q) GetEndpoint(ctx context.Context, ownerID, id string) (*endpoint.Endp
 // ListEndpoints returns an owner's endpoints, oldest first. enabledOnly
 // limits them to enabled ones (what fanout offers events to).
 func (q *Q) ListEndpoints(ctx context.Context, ownerID string, enabledOnly bool) ([]*endpoint.Endpoint, error) {
-	out, err := collect(ctx, q, scanEndpoint, `SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
+	out, err := collect(ctx, q, scanEndpoint, `SELECT `+endpointReadCols+` FROM hookd_endpoints WHERE owner_id = $1 AND ($2 = false OR enabled = true) ORDER BY created_at, id`, ownerID, enabledOnly)
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints: %w", err)
 	}

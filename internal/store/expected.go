@@ -52,6 +52,14 @@ type Job struct {
 	// job (InsertExpectedAndCommit) has neither.
 	Metadata    []byte
 	ScheduledAt time.Time
+	// Priority is River's (1 first, to 4); 0 is River's default, 1.
+	// WriteFanoutAndCommit writes it; a fanout job has the default.
+	Priority int
+}
+
+// priority is j's River priority, 0 read as River's default (1).
+func (j *Job) priority() int {
+	return max(1, j.Priority)
 }
 
 // InsertExpectedAndCommit inserts evs and their fanout jobs (jobs[i] is

@@ -327,7 +327,7 @@ func (q *Q) ReadForFanout(ctx context.Context, eventID string) (*FanoutRead, err
 	var b pgx.Batch
 	b.Queue(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1`, eventID)
 	b.Queue(`SELECT `+ownerCols+` FROM hookd_owners WHERE id = `+eventOwner, eventID)
-	b.Queue(`SELECT `+endpointCols+` FROM hookd_endpoints WHERE owner_id = `+eventOwner+` AND enabled = true ORDER BY created_at, id`, eventID)
+	b.Queue(`SELECT `+endpointReadCols+` FROM hookd_endpoints WHERE owner_id = `+eventOwner+` AND enabled = true ORDER BY created_at, id`, eventID)
 	b.Queue(scopedTypesOf+effectiveFor(eventOwner), eventID)
 	br := batcher.SendBatch(ctx, &b)
 	read, err := scanFanoutRead(br, eventID)

@@ -97,8 +97,9 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // its deliveries, and PostgreSQL plans each text once per connection.
 //
 // The job rows are what River's InsertManyTx writes for jobs without
-// unique options at priority 1 (River's default), as for fanoutJobsCTE,
-// with the job's metadata and, for one scheduled later, that time and
+// unique options, as for fanoutJobsCTE, with the job's priority (1,
+// River's default, unless Job.Priority says otherwise), its metadata and,
+// for one scheduled later, that time and
 // state 'scheduled' (River's insert: any ScheduledAt given makes a job
 // scheduled; its scheduler makes it available when due). Guarded by
 // TestWriteFanout (fanout_write_test.go), which has River's own client
@@ -110,7 +111,7 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 		next                                 = make([]*int64, n)
 		created, sched                       = make([]int64, n), make([]int64, n) // sched 0: now
 		args, kinds, queues, metas           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		attempts                             = make([]int32, n)
+		attempts, prios                      = make([]int32, n), make([]int32, n)
 		notify                               []string // the queues of jobs available now
 	)
 	for i, d := range w.Deliveries {
@@ -118,6 +119,7 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 		ids[i], owners[i], eps[i], evs[i], types[i], states[i] = d.ID, d.OwnerID, d.EndpointID, d.EventID, d.EventType, string(d.State)
 		next[i], created[i] = tsPtr(d.NextAttemptAt), ts(d.CreatedAt)
 		args[i], kinds[i], queues[i], attempts[i], metas[i] = string(j.Args), j.Kind, j.Queue, int32(j.MaxAttempts), string(j.Metadata)
+		prios[i] = int32(j.priority())
 		if metas[i] == "" {
 			metas[i] = "{}"
 		}
@@ -129,16 +131,16 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 	}
 	var sb strings.Builder
 	sb.WriteString(`WITH jid AS MATERIALIZED (SELECT v.*, nextval('river_job_id_seq') AS j FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],` +
-		` $7::bigint[], $8::bigint[], $9::jsonb[], $10::text[], $11::int[], $12::text[], $13::jsonb[], $14::bigint[]) AS v(id, o, ep, ev, et, st, nx, c, a, kd, m, q, md, sch))`)
+		` $7::bigint[], $8::bigint[], $9::jsonb[], $10::text[], $11::int[], $12::text[], $13::jsonb[], $14::bigint[], $15::int[]) AS v(id, o, ep, ev, et, st, nx, c, a, kd, m, q, md, sch, pr))`)
 	sb.WriteString(`, d AS (INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, next_attempt_at, created_at, updated_at)` +
 		` SELECT id, o, ep, ev, et, j, st, 0, nx, c, c FROM jid ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id, job_id)`)
 	// scheduled_at: the job's time, exactly (microseconds since the epoch), or now.
 	sb.WriteString(`, jobs AS (INSERT INTO river_job (id, args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)` +
-		` SELECT jid.j, jid.a, now(), jid.kd, jid.m::smallint, jid.md, 1, jid.q,` +
+		` SELECT jid.j, jid.a, now(), jid.kd, jid.m::smallint, jid.md, jid.pr::smallint, jid.q,` +
 		` CASE WHEN jid.sch = 0 THEN now() ELSE timestamptz 'epoch' + jid.sch * interval '1 microsecond' END,` +
 		` CASE WHEN jid.sch = 0 THEN 'available' ELSE 'scheduled' END::river_job_state, '{}'` +
 		` FROM jid JOIN d ON d.id = jid.id RETURNING state)`)
-	params := []any{ids, owners, eps, evs, types, states, next, created, args, kinds, attempts, queues, metas, sched}
+	params := []any{ids, owners, eps, evs, types, states, next, created, args, kinds, attempts, queues, metas, sched, prios}
 	// The events and the jobs are named one parameter each, as
 	// MarkFannedOut and DeleteJobs name them: given as an array
 	// (id = ANY($n)), the generic plan PostgreSQL caches for the
@@ -229,7 +231,7 @@ func (q *Q) writeFanoutSQLite(ctx context.Context, tx *sql.Tx, w FanoutWrite) er
 	return nil
 }
 
-// sqliteJobsPerStmt bounds the rows of one sqliteJobRows statement (7
+// sqliteJobsPerStmt bounds the rows of one sqliteJobRows statement (8
 // parameters each).
 const sqliteJobsPerStmt = 200
 
@@ -237,7 +239,7 @@ const sqliteJobsPerStmt = 200
 // (ids[i] is jobs[i]'s).
 //
 // The row is what River's InsertManyTx writes there for a job without
-// unique options at River's default priority (1): checked against River
+// unique options at the job's priority (Job.Priority): checked against River
 // v0.51.2 (riversqlite's JobInsertFastMany and the client's insert
 // params): args and metadata as JSONB, metadata '{}' when none, tags an
 // empty JSONB array, created_at now and scheduled_at now or the job's
@@ -256,12 +258,12 @@ func (q *Q) sqliteJobRows(ctx context.Context, jobs []*Job) ([]int64, error) {
 		jobs = jobs[len(chunk):]
 		var sb strings.Builder
 		sb.WriteString(`INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags) VALUES `)
-		args := make([]any, 0, 7*len(chunk))
+		args := make([]any, 0, 8*len(chunk))
 		for i, j := range chunk {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			sb.WriteString(`(jsonb(?), datetime('now', 'subsec'), ?, ?, jsonb(?), 1, ?, coalesce(?, datetime('now', 'subsec')), ?, jsonb('[]'))`)
+			sb.WriteString(`(jsonb(?), datetime('now', 'subsec'), ?, ?, jsonb(?), ?, ?, coalesce(?, datetime('now', 'subsec')), ?, jsonb('[]'))`)
 			meta := j.Metadata
 			if len(meta) == 0 {
 				meta = []byte("{}")
@@ -271,7 +273,7 @@ func (q *Q) sqliteJobRows(ctx context.Context, jobs []*Job) ([]int64, error) {
 			if !j.ScheduledAt.IsZero() {
 				at, state = j.ScheduledAt.UTC().Round(time.Millisecond).Format(sqliteTime), "scheduled"
 			}
-			args = append(args, string(j.Args), j.Kind, j.MaxAttempts, string(meta), j.Queue, at, state)
+			args = append(args, string(j.Args), j.Kind, j.MaxAttempts, string(meta), j.priority(), j.Queue, at, state)
 		}
 		sb.WriteString(` RETURNING id`)
 		ids, err := collect(ctx, q, scanOne[int64], sb.String(), args...)
