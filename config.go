@@ -73,8 +73,10 @@ type Config struct {
 	// the CPU.
 	SlowWorkers int
 	// OwnerShare is the part of each lane's workers one owner may hold in
-	// this process (DefaultOwnerShare); a delivery of an owner at its share
-	// snoozes, spending no attempt. 1: no cap.
+	// this process (DefaultOwnerShare; in the slow lane only slow
+	// endpoints' deliveries count); a delivery of an owner at its share
+	// goes to the slow lane, or there snoozes, spending no attempt. 1: no
+	// cap.
 	OwnerShare float64
 	// SlowAfter is how long an attempt may take before its endpoint's
 	// deliveries move to the slow lane (DefaultSlowAfter); an attempt

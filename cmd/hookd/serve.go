@@ -75,7 +75,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
 	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
 	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
-	ownerShare := fs.Float64("owner-share", hookd.DefaultOwnerShare, "the part of each lane's workers one owner may hold; its other deliveries wait, spending no attempt (1: no cap)")
+	ownerShare := fs.Float64("owner-share", hookd.DefaultOwnerShare, "the part of the healthy lane's workers (and of the slow lane's, for slow endpoints) one owner may hold; the rest go to the slow lane or wait, spending no attempt (1: no cap)")
 	slowAfter := fs.Duration("slow-after", hookd.DefaultSlowAfter, "an endpoint whose attempt took this long (a timeout included) gets its deliveries in the slow lane, until one answers faster")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
 	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")

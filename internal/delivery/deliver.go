@@ -82,10 +82,11 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 	lane := job.Queue
 	ownerID, known := s.shares.ownerOf(endpointID)
 	if known { // the owner's share first: a job over it costs no query
-		if !s.shares.take(lane, ownerID) {
+		counted := s.shares.counts(lane, endpointID)
+		if !s.shares.take(lane, ownerID, counted) {
 			return s.overShare(ctx, job)
 		}
-		defer s.shares.give(lane, ownerID)
+		defer s.shares.give(lane, ownerID, counted)
 	}
 	now := s.now()
 	slot, ok, err := s.db.Q().TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
@@ -106,12 +107,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 		return ret
 	}
 	d, ep := a.Delivery, a.Endpoint
+	s.shares.seen(endpointID, ep.SlowSince != nil)
 	if !known {
 		s.shares.remember(endpointID, ep.OwnerID)
-		if !s.shares.take(lane, ep.OwnerID) {
+		counted := lane == QueueDeliver || ep.SlowSince != nil
+		if !s.shares.take(lane, ep.OwnerID, counted) {
 			return s.overShare(ctx, job)
 		}
-		defer s.shares.give(lane, ep.OwnerID)
+		defer s.shares.give(lane, ep.OwnerID, counted)
 	}
 	if lane == QueueDeliver && laneOf(ep) == QueueDeliverSlow {
 		return s.toSlowLane(ctx, job) // the endpoint turned slow after the fanout wrote this job

@@ -332,7 +332,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 		}
 	}
 	if len(ds) > 0 {
-		s.shares.queueBehind(params)
+		s.shares.place(f.o.ID, params)
 		deferred = s.deferBusy(ds, params, f.busy, f.now)
 		if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
 			h(deferred)

@@ -57,11 +57,16 @@ func laneOf(ep *endpoint.Endpoint) string {
 // shares counts each owner's jobs in flight per lane, in this process.
 type shares struct {
 	mu   sync.Mutex
-	held map[shareKey]int
-	caps map[string]int // by lane; a lane missing has no cap
+	held map[shareKey]int // every job in flight: the operator's view
+	// capped counts the jobs in flight that count toward the share: every
+	// one in the healthy lane, a slow endpoint's in the slow lane.
+	capped map[shareKey]int
+	caps   map[string]int // by lane; a lane missing has no cap
 	// owners remembers endpoints' owners (an endpoint never changes
-	// owner), so a job checks its owner's share before any query.
+	// owner), so a job checks its owner's share before any query; slow
+	// the endpoints last seen slow.
 	owners sync.Map // endpoint id → owner id
+	slow   sync.Map // endpoint id → struct{}
 	known  int      // entries in owners, under mu
 }
 
@@ -72,7 +77,7 @@ type shareKey struct{ lane, owner string }
 const maxKnownEndpoints = 100_000
 
 func newShares(workers map[string]int, share float64) *shares {
-	sh := &shares{held: map[shareKey]int{}, caps: map[string]int{}}
+	sh := &shares{held: map[shareKey]int{}, capped: map[shareKey]int{}, caps: map[string]int{}}
 	for lane, n := range workers {
 		if n > 0 && share > 0 && share < 1 {
 			sh.caps[lane] = max(1, int(float64(n)*share))
@@ -98,55 +103,101 @@ func (sh *shares) remember(endpointID, ownerID string) {
 	defer sh.mu.Unlock()
 	if sh.known++; sh.known > maxKnownEndpoints {
 		sh.owners.Clear()
+		sh.slow.Clear()
 		sh.known = 0
 	}
 }
 
-// take counts one more job of owner in lane, unless the owner holds its
-// share already.
-func (sh *shares) take(lane, owner string) bool {
+// counts says whether a job of the endpoint in lane counts toward its
+// owner's share: in the healthy lane every job; in the slow lane only a
+// slow endpoint's. A fast endpoint's job in the slow lane is a burst's
+// overflow (placed there by its fanout, or moved there over its share in
+// the healthy lane): it runs on the slow lane's idle workers, uncapped,
+// so a burst alone on the machine is not slowed by the share, and a
+// dead endpoint's overflow is capped once its first attempt marks it slow.
+func (sh *shares) counts(lane, endpointID string) bool {
+	if lane != QueueDeliverSlow {
+		return true
+	}
+	_, slow := sh.slow.Load(endpointID)
+	return slow
+}
+
+// seen records the endpoint's lane as an attempt read it.
+func (sh *shares) seen(endpointID string, slow bool) {
+	if _, was := sh.slow.Load(endpointID); was == slow {
+		return
+	}
+	if slow {
+		sh.slow.Store(endpointID, struct{}{})
+	} else {
+		sh.slow.Delete(endpointID)
+	}
+}
+
+// take counts one more job of owner in lane, unless it counts toward the
+// share (counted) and the owner holds its share already.
+func (sh *shares) take(lane, owner string, counted bool) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	k := shareKey{lane, owner}
-	if c, capped := sh.caps[lane]; capped && sh.held[k] >= c {
-		return false
+	if counted {
+		if c, capped := sh.caps[lane]; capped && sh.capped[k] >= c {
+			return false
+		}
+		sh.capped[k]++
 	}
 	sh.held[k]++
 	return true
 }
 
-func (sh *shares) give(lane, owner string) {
+func (sh *shares) give(lane, owner string, counted bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	k := shareKey{lane, owner}
 	if sh.held[k]--; sh.held[k] <= 0 {
 		delete(sh.held, k)
 	}
+	if counted {
+		if sh.capped[k]--; sh.capped[k] <= 0 {
+			delete(sh.capped, k)
+		}
+	}
 }
 
-// queueBehind lowers the River priority of one fanout's jobs past the
-// owner's share of their lane (all of them are one owner's: the event's
-// and those taken along): River fetches a lane by priority first, so
-// another owner's delivery published after a burst (a thousand endpoints,
-// a batch of events) is fetched before the burst's tail, not after it,
-// while the burst still has every idle worker (no job waits for a time,
-// as a snooze or a schedule would make it). The first share of the burst
-// keeps the default priority, so a burst alone on the machine runs as
-// before.
-func (sh *shares) queueBehind(params []river.InsertManyParams) {
-	var seen [2]int // healthy, slow
+// place puts an owner's new jobs (one fanout's: the event's and those
+// taken along, or a batch of a redelivery) in their lanes by the owner's
+// share, counting the jobs it holds in flight in this process now. In
+// the healthy lane, the jobs past its share go to the slow lane at River
+// priority 2: another owner's delivery published a moment after a burst
+// (a thousand endpoints, a batch of events, a stream of fanouts while
+// the owner's attempts hang) is then not behind the burst's tail in the
+// healthy lane's queue, and the tail runs on the slow lane's idle
+// workers (uncapped there while its endpoints are fast: counts), after
+// slow endpoints' first jobs. A slow endpoint's jobs past the owner's
+// share of the slow lane stay there at priority 2. No job waits for a
+// time (as a snooze or a schedule would make it), so a burst alone on the
+// machine has every worker of both lanes.
+func (sh *shares) place(owner string, params []river.InsertManyParams) {
+	hc, hcapped := sh.caps[QueueDeliver]
+	sc, scapped := sh.caps[QueueDeliverSlow]
+	if !hcapped && !scapped {
+		return
+	}
+	sh.mu.Lock()
+	healthy, slow := sh.capped[shareKey{QueueDeliver, owner}], sh.capped[shareKey{QueueDeliverSlow, owner}]
+	sh.mu.Unlock()
 	for _, p := range params {
-		lane := p.InsertOpts.Queue
-		c, capped := sh.caps[lane]
-		if !capped {
-			continue
-		}
-		i := 0
-		if lane == QueueDeliverSlow {
-			i = 1
-		}
-		if seen[i]++; seen[i] > c {
-			p.InsertOpts.Priority = 2
+		o := p.InsertOpts
+		switch {
+		case o.Queue == QueueDeliver && hcapped:
+			if healthy++; healthy > hc {
+				o.Queue, o.Priority = QueueDeliverSlow, 2
+			}
+		case o.Queue == QueueDeliverSlow && scapped:
+			if slow++; slow > sc {
+				o.Priority = 2
+			}
 		}
 	}
 }
@@ -253,6 +304,7 @@ func (s *Service) moveLane(ctx context.Context, ep *endpoint.Endpoint, took time
 		return ""
 	}
 	ep.SlowSince = since
+	s.shares.seen(ep.ID, since != nil)
 	s.cfg.Metrics.LaneMoved(lane, int(moved))
 	s.log.Info("endpoint changed lane", "endpoint", ep.ID, "lane", lane, "took", took, "jobs_moved", moved)
 	return lane

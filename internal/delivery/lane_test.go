@@ -15,11 +15,11 @@ import (
 
 // TestFanoutQueuesBurstBehind: one event to more of an owner's endpoints
 // than its share of the healthy lane's workers writes its first share of
-// jobs at River's default priority and the rest at priority 2, so another
-// owner's job written after it is fetched before the burst's tail (River
-// fetches a queue by priority, then time); an endpoint already in the
-// slow lane gets its job written there, not moved there by a worker. Both
-// engines, through each one's fanout write.
+// jobs in the healthy lane and the rest in the slow lane at priority 2,
+// so another owner's job written after it is not behind the burst's tail
+// (River fetches a queue by priority, then time); an endpoint already in
+// the slow lane gets its job written there at the default priority, not
+// moved there by a worker. Both engines, through each one's fanout write.
 func TestFanoutQueuesBurstBehind(t *testing.T) {
 	for _, backend := range dbtest.Backends() {
 		t.Run(backend.Name, func(t *testing.T) {
@@ -46,8 +46,11 @@ func TestFanoutQueuesBurstBehind(t *testing.T) {
 			byLane := func(queue string, priority int) int {
 				return dbtest.Count(t, b.db, `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND queue = $1 AND priority = $2`, queue, priority)
 			}
-			if p1, p2 := byLane(delivery.QueueDeliver, 1), byLane(delivery.QueueDeliver, 2); p1 != 2 || p2 != 3 {
-				t.Fatalf("healthy lane: %d jobs at priority 1 and %d at 2; want the owner's share (2) first and the other 3 behind", p1, p2)
+			if p1, p2 := byLane(delivery.QueueDeliver, 1), byLane(delivery.QueueDeliver, 2); p1 != 2 || p2 != 0 {
+				t.Fatalf("healthy lane: %d jobs at priority 1 and %d at 2; want the owner's share (2) only", p1, p2)
+			}
+			if p1, p2 := byLane(delivery.QueueDeliverSlow, 1), byLane(delivery.QueueDeliverSlow, 2); p1 != 1 || p2 != 3 {
+				t.Fatalf("slow lane: %d jobs at priority 1 and %d at 2; want the slow endpoint's first and the burst's other 3 behind", p1, p2)
 			}
 			if n := dbtest.Count(t, b.db, `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND queue = $1 AND priority = 1 AND args->>'endpoint_id' = $2`,
 				delivery.QueueDeliverSlow, slowID); n != 1 {

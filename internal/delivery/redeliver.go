@@ -60,7 +60,7 @@ func (s *Service) requeue(ctx context.Context, p profile.Profile, next func(q *s
 			for i, d := range ds {
 				params[i] = deliverParams(d, QueueDeliver, p, meta, now, now) // a slow endpoint's job moves itself
 			}
-			s.shares.queueBehind(params) // one endpoint's: its owner's
+			s.shares.place(ds[0].OwnerID, params) // one endpoint's, so one owner's
 			res, err := q.InsertJobs(ctx, params)
 			if err != nil {
 				return fmt.Errorf("re-enqueue: %w", err)
