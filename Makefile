@@ -63,9 +63,24 @@ bench: ## Go benchmarks (hot path, lease)
 bench-compare: ## two builds side by side, alternating: BEFORE=main AFTER=. PAIRS=4 ARGS='hookd bench flags' [PGBENCH=32] [GEN=load-generator binary]
 	BEFORE='$(BEFORE)' AFTER='$(AFTER)' PAIRS='$(PAIRS)' ARGS='$(ARGS)' PGBENCH='$(PGBENCH)' GEN='$(GEN)' OUT='$(OUT)' REUSE='$(REUSE)' bash internal/bench/compare.sh
 
-fuzz: ## a short run of every fuzz target
-	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/
-	$(GO) test -run '^$$' -fuzz FuzzCheckURL -fuzztime 10s ./internal/egress/
+# Every fuzz target in the module, FUZZTIME each (go test runs one fuzz
+# target at a time). TestMakeFuzzRunsEveryTarget (cmd/hookd) fails when a
+# Fuzz function is missing here.
+FUZZTIME ?= 10s
+FUZZ_TARGETS = \
+	./webhook/:FuzzParseStandardSignatureHeader \
+	./webhook/:FuzzVerifyStandard \
+	./webhook/:FuzzParseKworkHeader \
+	./internal/profile/:FuzzAppendString \
+	./internal/profile/:FuzzKworkBody \
+	./internal/event/:FuzzMatch \
+	./internal/egress/:FuzzCheckURL
+
+fuzz: ## a bounded run of every fuzz target (FUZZTIME each, default 10s)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 docs: deps-doc ## regenerate docs/api.md and the OpenAPI/MCP goldens from the op declarations
 	$(GO) test ./internal/openapi -run 'TestGolden|TestAPIDoc' -update

@@ -237,3 +237,51 @@ func TestReadme(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "README run output:\n%s", out.text())
 	}
 }
+
+// TestMakeFuzzRunsEveryTarget: `make fuzz` names every Fuzz function of
+// the module with its package, so a new fuzz target is run by it.
+func TestMakeFuzzRunsEveryTarget(t *testing.T) {
+	root := filepath.Join("..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(\./[\w/.-]*/):(Fuzz\w+)`).FindAllStringSubmatch(string(mk), -1) {
+		listed[m[1]+":"+m[2]] = true
+	}
+	fuzzFunc := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(f \*testing\.F\)`)
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata" || d.Name() == "deploy") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzzFunc.FindAllStringSubmatch(string(b), -1) {
+			found++
+			if key := "./" + filepath.ToSlash(rel) + "/:" + m[1]; !listed[key] {
+				t.Errorf("make fuzz does not run %s: add %q to FUZZ_TARGETS in the Makefile", m[1], key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("found no Fuzz function in the module: the walk is wrong")
+	}
+}
