@@ -2,12 +2,12 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-helm test-ts ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
+.PHONY: help test test-go test-helm test-ts test-clients ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet lint ts-build mcp-client test-go test-helm test-ts ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), the Helm chart, TypeScript SDK tests, the official MCP client
+test: vet lint ts-build mcp-client test-go test-helm test-ts test-clients ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), the Helm chart, TypeScript SDK tests, the official MCP client, the producer clients
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
@@ -25,6 +25,14 @@ mcp-client: ## install the official MCP TypeScript client the Go tests run again
 
 test-ts: ## TypeScript SDK tests (node --test)
 	cd sdk/typescript && npm test
+
+# The producer clients (docs/clients.md) against a real hookd serve, which
+# each suite starts on loopback from HOOKD_BIN with SQLite in a temporary
+# directory. The Go client's tests (./client) are in test-go; their ops are
+# generated (go run ./internal/clientgen, part of make docs).
+test-clients: build ## producer clients: TypeScript (@hookd/client, node --test) and Python (hookd, unittest) against a real hookd serve
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && HOOKD_BIN=$(CURDIR)/bin/hookd npm test
+	cd clients/python && HOOKD_BIN=$(CURDIR)/bin/hookd python3 -m unittest discover -s tests -v
 
 vet: ## go vet and gofmt check
 	$(GO) vet $(PKGS)
@@ -67,9 +75,10 @@ fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParseStandardSignatureHeader -fuzztime 10s ./webhook/
 	$(GO) test -run '^$$' -fuzz FuzzCheckURL -fuzztime 10s ./internal/egress/
 
-docs: deps-doc ## regenerate docs/api.md and the OpenAPI/MCP goldens from the op declarations
+docs: deps-doc ## regenerate docs/api.md, the OpenAPI/MCP goldens from the op declarations, and the producer clients' ops from the OpenAPI golden
 	$(GO) test ./internal/openapi -run 'TestGolden|TestAPIDoc' -update
 	$(GO) test ./internal/mcpserver -run TestToolsGolden -update
+	$(GO) run ./internal/clientgen
 
 deps-doc: ## regenerate docs/dependencies.md (every Go module and its licence) from the module graph
 	$(GO) run ./internal/depsdoc -o docs/dependencies.md

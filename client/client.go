@@ -242,3 +242,6 @@ func newKey() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "idem_" + hex.EncodeToString(b[:])
 }
+
+// BaseURL is the hookd the client calls.
+func (c *Client) BaseURL() string { return c.base }
