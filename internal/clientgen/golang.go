@@ -75,7 +75,7 @@ func goType(t typeRef, ptr bool) string {
 		s = "bool"
 	case kTime:
 		s = "time.Time"
-	case kJSON:
+	case kJSON, kAny:
 		return "json.RawMessage"
 	case kMap:
 		return "map[string]" + goType(*t.Elem, false)

@@ -122,6 +122,8 @@ func pyType(t typeRef) string {
 		s = "bool"
 	case kJSON:
 		s = "dict[str, Any]"
+	case kAny:
+		s = "Any"
 	case kMap:
 		s = "dict[str, " + pyType(*t.Elem) + "]"
 	case kArray:

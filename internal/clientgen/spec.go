@@ -59,13 +59,17 @@ func (s *schema) baseType() (string, bool) {
 		return t, false
 	case []any:
 		var base string
-		nullable := false
+		nullable, several := false, false
 		for _, x := range t {
 			if x == "null" {
 				nullable = true
 			} else {
+				several = several || base != ""
 				base, _ = x.(string)
 			}
+		}
+		if several {
+			return "", nullable // any of several: any JSON value
 		}
 		return base, nullable
 	}
@@ -94,6 +98,7 @@ const (
 	kMap    = "map"   // string keys, elem values
 	kArray  = "array" // of elem
 	kNamed  = "named" // a struct: name
+	kAny    = "any"   // any JSON value (a schema without one type)
 )
 
 // typeRef is a field's type in every language's terms.
@@ -225,8 +230,20 @@ func (m *model) opOf(method, path string, o *operation) (op, error) {
 		if status[0] != '2' {
 			continue
 		}
-		if s := r.Content["application/json"].Schema; s != nil {
+		s := r.Content["application/json"].Schema
+		switch {
+		case s == nil:
+		case s.Ref != "":
 			out.Output = strings.TrimPrefix(s.Ref, "#/components/schemas/")
+		default: // an answer declared in place
+			t, err := m.typeOf(camel(o.OperationID)+"Output", s)
+			if err != nil {
+				return op{}, err
+			}
+			if t.Kind != kNamed {
+				return op{}, fmt.Errorf("%s answers a %s, not an object", o.OperationID, t.Kind)
+			}
+			out.Output = t.Name
 		}
 	}
 	return out, nil
@@ -290,6 +307,9 @@ func (m *model) typeOf(name string, s *schema) (typeRef, error) {
 	if s == nil {
 		return typeRef{Kind: kString}, nil
 	}
+	if s.Ref != "" {
+		return typeRef{Kind: kNamed, Name: strings.TrimPrefix(s.Ref, "#/components/schemas/")}, nil
+	}
 	base, nullable := s.baseType()
 	t := typeRef{Nullable: nullable, Enum: s.Enum}
 	switch base {
@@ -331,6 +351,8 @@ func (m *model) typeOf(name string, s *schema) (typeRef, error) {
 			}
 			t.Kind, t.Name = kNamed, n
 		}
+	case "":
+		t.Kind, t.Nullable = kAny, false
 	default:
 		return t, fmt.Errorf("schema type %v is not handled", s.Type)
 	}

@@ -109,6 +109,8 @@ func tsType(t typeRef) string {
 		s = "boolean"
 	case kJSON:
 		s = "{ [key: string]: unknown }"
+	case kAny:
+		s = "unknown"
 	case kMap:
 		s = "{ [key: string]: " + tsType(*t.Elem) + " }"
 	case kArray:
