@@ -202,7 +202,7 @@ func (c *Client) try(ctx context.Context, r *request, body []byte, out any) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.op, err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // closing a read response body reports nothing the caller can act on
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("%s: read the answer: %w", r.op, err)

@@ -12,9 +12,7 @@ func goClient(m *model) ([]byte, error) {
 	b.WriteString(header("//") + "\npackage client\n\n")
 	b.WriteString("import (\n\t\"context\"\n\t\"encoding/json\"\n\t\"net/url\"\n\t\"time\"\n)\n\n")
 	b.WriteString("// Operations lists the operationId of every op the client calls, as in hookd's /openapi.json.\nvar Operations = []string{\n")
-	for _, o := range m.Ops {
-		fmt.Fprintf(&b, "\t%q,\n", o.ID)
-	}
+	opList(&b, m, "\t")
 	b.WriteString("}\n\n")
 	for _, s := range m.Structs {
 		goStruct(&b, s)
@@ -142,6 +140,13 @@ func goPath(o op) string {
 		parts = append(parts, fmt.Sprintf("%q", rest))
 	}
 	return strings.Join(parts, " + ")
+}
+
+// opList writes every op's id, quoted, one a line.
+func opList(b *strings.Builder, m *model, indent string) {
+	for _, o := range m.Ops {
+		fmt.Fprintf(b, "%s%q,\n", indent, o.ID)
+	}
 }
 
 func groups(m *model) []string {

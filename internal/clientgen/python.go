@@ -16,18 +16,10 @@ func pyClient(m *model) ([]byte, error) {
 	b.WriteString(header("#"))
 	b.WriteString("from __future__ import annotations\n\nfrom typing import Any, Callable, Literal, Optional, Required, TypedDict\n\nfrom ._spec import OpSpec\n\n")
 	b.WriteString("OPERATIONS: tuple[str, ...] = (\n")
-	for _, o := range m.Ops {
-		fmt.Fprintf(&b, "    %q,\n", o.ID)
-	}
+	opList(&b, m, "    ")
 	b.WriteString(")\n\"\"\"The operationId of every op the client calls, as in hookd's /openapi.json.\"\"\"\n\n")
-	inputs := map[string]bool{}
-	for _, o := range m.Ops {
-		if o.Input != nil {
-			inputs[o.Input.Name] = true
-		}
-	}
 	for _, s := range m.Structs {
-		if inputs[s.Name] {
+		if m.isOpInput(s) {
 			continue // the ops take keyword arguments
 		}
 		fmt.Fprintf(&b, "\nclass %s(TypedDict, total=False):\n", s.Name)

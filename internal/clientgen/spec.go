@@ -249,6 +249,16 @@ func (m *model) opOf(method, path string, o *operation) (op, error) {
 	return out, nil
 }
 
+// isOpInput reports whether s is an op's input itself.
+func (m *model) isOpInput(s *structDef) bool {
+	for _, o := range m.Ops {
+		if o.Input == s {
+			return true
+		}
+	}
+	return false
+}
+
 // markInput marks the structs s's fields hold as parts of an input.
 func (m *model) markInput(s *structDef) {
 	for _, f := range s.Fields {

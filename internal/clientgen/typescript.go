@@ -12,9 +12,7 @@ func tsClient(m *model) ([]byte, error) {
 	b.WriteString(header("//"))
 	b.WriteString("import type { CallOptions, OpSpec } from './spec.js';\n\n")
 	b.WriteString("/** The operationId of every op the client calls, as in hookd's /openapi.json. */\nexport const OPERATIONS = [\n")
-	for _, o := range m.Ops {
-		fmt.Fprintf(&b, "  %q,\n", o.ID)
-	}
+	opList(&b, m, "  ")
 	b.WriteString("] as const;\n\n")
 	for _, s := range m.Structs {
 		if s.Doc != "" {
