@@ -41,6 +41,7 @@ class Hookd:
         self.proc = subprocess.Popen([bin_, "serve", "--db", db, "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32"],
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         assert self.proc.stdout is not None
+        self.reader: Optional[threading.Thread] = None
         self.url = ""
         for line in self.proc.stdout:
             m = re.match(r"hookd listening on (http://\S+)", line)
@@ -51,11 +52,16 @@ class Hookd:
             self.stop()
             raise RuntimeError("hookd exited at start")
         # keep reading stdout so hookd never blocks on a full pipe
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        self.reader = threading.Thread(target=self.proc.stdout.read, daemon=True)
+        self.reader.start()
 
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        if self.reader is not None:
+            self.reader.join(timeout=30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

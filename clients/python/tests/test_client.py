@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import sys
 import time
+import typing
 import unittest
 import urllib.request
 
@@ -64,6 +68,31 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(data[0]["event_id"], ev["id"])
         self.assertEqual(data[0]["state"], "delivered")
         self.assertNotIn("secret", self.client.webhooks.get(id=ep["id"]), "the secret is shown at creation only")
+
+    def test_type_hints_resolve(self) -> None:
+        for name in dir(hookd):
+            obj = getattr(hookd, name)
+            if isinstance(obj, type) and issubclass(obj, dict):
+                typing.get_type_hints(obj)
+        for group in vars(self.client).values():
+            if not type(group).__name__.endswith("Ops"):
+                continue
+            for name in dir(group):
+                if not name.startswith("_"):
+                    typing.get_type_hints(getattr(group, name))
+
+    def test_the_docs_example(self) -> None:
+        """docs/clients.md's Python example, run against this hookd."""
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "clients.md")) as f:
+            doc = f.read()
+        code = re.search(r"```python\n(.*?)```", doc, re.S).group(1)  # type: ignore[union-attr]
+        code = code.replace("https://hookd.example.com", self.server.url).replace("https://shop.example.com", self.receiver.url)
+        out = io.StringIO()
+        os.environ["HOOKD_KEY"] = self.server.key
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "docs/clients.md", "exec"), {})
+        self.assertIn("keep this secret: whsec_", out.getvalue())
+        self.assertIn("422 invalid", out.getvalue())
 
     def test_422_is_a_typed_error(self) -> None:
         before = self.client.webhooks.list()["data"] or []
