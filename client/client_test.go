@@ -22,18 +22,30 @@ import (
 )
 
 // setup starts a real hookd serve (SQLite in a temporary directory) with
-// an admin key made by hookd apikey create, and registers invoice.paid.
+// an admin key of owner acme made by hookd apikey create, and registers
+// invoice.paid.
 func setup(t *testing.T) (base, key string, c *client.Client) {
+	base, key, c, _ = setupDB(t)
+	return base, key, c
+}
+
+// newKey runs hookd apikey create with args on db and returns the key.
+func newKey(t *testing.T, db string, args ...string) string {
 	t.Helper()
-	bin := hookdBinary(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "hookd.db")
-	out, err := exec.Command(bin, "apikey", "create", "--owner", "acme", "--db", db).Output()
+	out, err := exec.Command(hookdBinary(t), append([]string{"apikey", "create", "--db", db}, args...)...).Output()
 	if err != nil {
-		t.Fatalf("hookd apikey create: %v", err)
+		t.Fatalf("hookd apikey create %v: %v", args, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	key = lines[len(lines)-1]
+	return lines[len(lines)-1]
+}
+
+// setupDB is setup, and the database's path.
+func setupDB(t *testing.T) (base, key string, c *client.Client, db string) {
+	t.Helper()
+	bin := hookdBinary(t)
+	db = filepath.Join(t.TempDir(), "hookd.db")
+	key = newKey(t, db, "--owner", "acme")
 	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,7 +96,7 @@ func setup(t *testing.T) (base, key string, c *client.Client) {
 	if _, err := c.EventTypes().Put(context.Background(), client.EventTypesPutInput{Type: "invoice.paid", Exposure: client.Ptr("webhook")}); err != nil {
 		t.Fatal(err)
 	}
-	return base, key, c
+	return base, key, c, db
 }
 
 type writerFunc func([]byte) (int, error)
@@ -223,10 +235,10 @@ func TestTypedErrors(t *testing.T) {
 }
 
 // throttler is a proxy in front of hookd that answers the next n requests
-// 429 with a Retry-After, and records each request.
+// status (429 or 503) with a Retry-After, and records each request.
 type throttler struct {
 	mu         sync.Mutex
-	n          int
+	n, status  int
 	retryAfter string
 	seen       []string // method and Idempotency-Key of each request
 }
@@ -245,7 +257,7 @@ func newThrottler(t *testing.T, base string) (*throttler, string) {
 		th.mu.Unlock()
 		if throttle {
 			w.Header().Set("Retry-After", th.retryAfter)
-			http.Error(w, "slow down", http.StatusTooManyRequests)
+			http.Error(w, "slow down", th.status)
 			return
 		}
 		rp.ServeHTTP(w, r)
@@ -254,10 +266,10 @@ func newThrottler(t *testing.T, base string) (*throttler, string) {
 	return th, srv.URL
 }
 
-func (th *throttler) set(n int, retryAfter string) {
+func (th *throttler) set(n, status int, retryAfter string) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
-	th.n, th.retryAfter, th.seen = n, retryAfter, nil
+	th.n, th.status, th.retryAfter, th.seen = n, status, retryAfter, nil
 }
 
 func (th *throttler) requests() []string {
@@ -275,7 +287,7 @@ func TestRetryAfter(t *testing.T) {
 	ctx := context.Background()
 	th, proxied := newThrottler(t, c.BaseURL())
 
-	th.set(1, "1")
+	th.set(1, http.StatusTooManyRequests, "1")
 	ev, err := client.New(proxied, key).Events().Publish(ctx, client.EventsPublishInput{Type: "invoice.paid"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +300,7 @@ func TestRetryAfter(t *testing.T) {
 		t.Fatalf("the retried publish's event: %v, %+v", err, got)
 	}
 
-	th.set(1, "120")
+	th.set(1, http.StatusTooManyRequests, "120")
 	short := client.New(proxied, key)
 	short.Retry.MaxWait = time.Second
 	_, err = short.Events().Publish(ctx, client.EventsPublishInput{Type: "invoice.paid"})
@@ -297,7 +309,12 @@ func TestRetryAfter(t *testing.T) {
 		t.Fatalf("a Retry-After over MaxWait: %v after %d requests", err, len(th.requests()))
 	}
 
-	th.set(5, "0")
+	th.set(1, http.StatusServiceUnavailable, "0")
+	if _, err := client.New(proxied, key).Webhooks().List(ctx); err != nil || len(th.requests()) != 2 {
+		t.Fatalf("a 503 with Retry-After 0: %v after %d requests, want it retried once", err, len(th.requests()))
+	}
+
+	th.set(5, http.StatusTooManyRequests, "0")
 	bounded := client.New(proxied, key)
 	bounded.Retry.Attempts = 2
 	if _, err := bounded.Webhooks().List(ctx); !client.IsCode(err, client.CodeUnavailable) || len(th.requests()) != 3 {
@@ -322,5 +339,27 @@ func TestIdempotencyKey(t *testing.T) {
 	batch, err := c.Events().PublishBatch(ctx, client.EventsPublishBatchInput{Events: []client.EventsPublishBatchEvents{{Type: "invoice.paid", IdempotencyKey: "order-7"}, {Type: "invoice.paid"}}})
 	if err != nil || len(batch.Data) != 2 || batch.Data[0].ID != a.ID || batch.Data[1].ID == a.ID {
 		t.Fatalf("batch: %v, %+v", err, batch)
+	}
+}
+
+// TestOperatorWithOwner: an operator key names the owner it acts on with
+// WithOwner; without it an owner-scoped op is refused 422.
+func TestOperatorWithOwner(t *testing.T) {
+	t.Parallel()
+	base, _, c, db := setupDB(t)
+	ctx := context.Background()
+	if _, err := c.Webhooks().Create(ctx, client.WebhooksCreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"invoice.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	op := client.New(base, newKey(t, db, "--role", "operator"))
+	if _, err := op.Webhooks().List(ctx); !client.IsCode(err, client.CodeInvalid) {
+		t.Fatalf("an operator listing endpoints without an owner: %v, want invalid", err)
+	}
+	list, err := op.WithOwner("acme").Webhooks().List(ctx)
+	if err != nil || len(list.Data) != 1 {
+		t.Fatalf("acme's endpoints through the operator key: %v, %+v", err, list)
+	}
+	if _, err := op.WithOwner("nobody").Webhooks().List(ctx); !client.IsCode(err, client.CodeNotFound) {
+		t.Fatalf("an owner that does not exist: %v, want not_found", err)
 	}
 }

@@ -34,9 +34,8 @@ class Hookd:
     def __init__(self, bin_: str) -> None:
         self.dir = tempfile.mkdtemp(prefix="hookd-client-py-")
         db = os.path.join(self.dir, "hookd.db")
-        out = subprocess.run([bin_, "apikey", "create", "--owner", "acme", "--db", db],
-                             check=True, capture_output=True, text=True).stdout
-        self.key = out.strip().splitlines()[-1]
+        self.bin, self.db = bin_, db
+        self.key = self.new_key("--owner", "acme")
         self.log = open(os.path.join(self.dir, "hookd.log"), "w")
         self.proc = subprocess.Popen([bin_, "serve", "--db", db, "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32"],
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
@@ -54,6 +53,12 @@ class Hookd:
         # keep reading stdout so hookd never blocks on a full pipe
         self.reader = threading.Thread(target=self.proc.stdout.read, daemon=True)
         self.reader.start()
+
+    def new_key(self, *args: str) -> str:
+        """Runs hookd apikey create with args and returns the key."""
+        out = subprocess.run([self.bin, "apikey", "create", "--db", self.db, *args],
+                             check=True, capture_output=True, text=True).stdout
+        return out.strip().splitlines()[-1]
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -100,13 +105,15 @@ class Receiver(_Server):
 
 
 class Proxy(_Server):
-    """Passes requests to target; throttle(n, retry_after) answers the next n
-    429 with that Retry-After. seen lists (method, path, Idempotency-Key)."""
+    """Passes requests to target; throttle(n, retry_after, status) answers the
+    next n status (default 429) with that Retry-After. seen lists (method,
+    path, Idempotency-Key)."""
 
     def __init__(self, target: str) -> None:
         self.seen: list[tuple[str, str, Optional[str]]] = []
         self.throttled = 0
         self.retry_after = "1"
+        self.status = 429
         host, port = target.removeprefix("http://").split(":")
         proxy = self
 
@@ -116,7 +123,7 @@ class Proxy(_Server):
                 proxy.seen.append((self.command, self.path, self.headers.get("Idempotency-Key")))
                 if proxy.throttled > 0:
                     proxy.throttled -= 1
-                    self.send_response(429)
+                    self.send_response(proxy.status)
                     self.send_header("Retry-After", proxy.retry_after)
                     self.send_header("Content-Length", "9")
                     self.end_headers()
@@ -143,5 +150,5 @@ class Proxy(_Server):
 
         super().__init__(Handler)
 
-    def throttle(self, n: int, retry_after: str) -> None:
-        self.throttled, self.retry_after = n, retry_after
+    def throttle(self, n: int, retry_after: str, status: int = 429) -> None:
+        self.throttled, self.retry_after, self.status = n, retry_after, status

@@ -131,6 +131,24 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((cm.exception.status, cm.exception.retry_after), (429, 120.0))
         self.assertEqual(len(self.proxy.seen), 1)
 
+    def test_503_with_retry_after_is_retried(self) -> None:
+        c = hookd.Client(self.proxy.url, self.server.key)
+        self.proxy.throttle(1, "0", 503)
+        c.webhooks.list()
+        self.assertEqual(len(self.proxy.seen), 2)
+
+    def test_operator_with_owner(self) -> None:
+        op = hookd.Client(self.server.url, self.server.new_key("--role", "operator"))
+        with self.assertRaises(hookd.HookdError) as cm:
+            op.webhooks.list()
+        self.assertEqual(cm.exception.code, "invalid")
+        mine = [e["id"] for e in self.client.webhooks.list()["data"] or []]
+        theirs = [e["id"] for e in op.with_owner("acme").webhooks.list()["data"] or []]
+        self.assertEqual(theirs, mine)
+        with self.assertRaises(hookd.HookdError) as cm:
+            op.with_owner("nobody").webhooks.list()
+        self.assertEqual(cm.exception.code, "not_found")
+
     def test_retries_are_bounded(self) -> None:
         c = hookd.Client(self.proxy.url, self.server.key, retry=hookd.Retry(attempts=2))
         self.proxy.throttle(5, "0")

@@ -94,6 +94,25 @@ test('a Retry-After over maxWaitMs is not waited for', async (t) => {
   assert.equal(proxy.seen.length, 1);
 });
 
+test('a 503 with Retry-After is retried', async (t) => {
+  if (skipWithout(t)) return;
+  const c = new HookdClient({ baseUrl: proxy.url, apiKey: hookd.key });
+  proxy.seen.length = 0;
+  proxy.throttle(1, '0', 503);
+  await c.webhooks.list();
+  assert.equal(proxy.seen.length, 2);
+});
+
+test('an operator key acts on the owner withOwner names', async (t) => {
+  if (skipWithout(t)) return;
+  const op = new HookdClient({ baseUrl: hookd.url, apiKey: hookd.newKey('--role', 'operator') });
+  await assert.rejects(op.webhooks.list(), (err) => err instanceof HookdError && err.code === 'invalid');
+  const mine = await client.webhooks.list();
+  const theirs = await op.withOwner('acme').webhooks.list();
+  assert.deepEqual(theirs.data?.map((e) => e.id), mine.data?.map((e) => e.id));
+  await assert.rejects(op.withOwner('nobody').webhooks.list(), (err) => err instanceof HookdError && err.code === 'not_found');
+});
+
 test('retries are bounded', async (t) => {
   if (skipWithout(t)) return;
   const c = new HookdClient({ baseUrl: proxy.url, apiKey: hookd.key, retry: { attempts: 2 } });

@@ -39,6 +39,8 @@ export async function startHookd(bin) {
   return {
     url,
     key,
+    // newKey runs hookd apikey create with args and returns the key.
+    newKey: (...args) => execFileSync(bin, ['apikey', 'create', '--db', db, ...args], { encoding: 'utf8' }).trim().split('\n').pop(),
     logs: () => logs,
     async stop() {
       const exited = new Promise((resolve) => proc.once('exit', resolve));
@@ -71,19 +73,20 @@ export async function startReceiver() {
   };
 }
 
-// startProxy passes requests to target; throttle(n, retryAfter) makes it
-// answer the next n requests 429 with that Retry-After. seen lists every
-// request's method, path and Idempotency-Key.
+// startProxy passes requests to target; throttle(n, retryAfter, status)
+// makes it answer the next n requests status (default 429) with that
+// Retry-After. seen lists every request's method, path and Idempotency-Key.
 export async function startProxy(target) {
   const seen = [];
   let throttled = 0;
   let retryAfter = '1';
+  let status = 429;
   const server = createServer((req, res) => {
     seen.push({ method: req.method, path: req.url, key: req.headers['idempotency-key'] });
     if (throttled > 0) {
       throttled--;
       req.resume();
-      res.writeHead(429, { 'Retry-After': retryAfter, 'Content-Type': 'text/plain' }).end('slow down');
+      res.writeHead(status, { 'Retry-After': retryAfter, 'Content-Type': 'text/plain' }).end('slow down');
       return;
     }
     const up = new URL(target);
@@ -97,7 +100,7 @@ export async function startProxy(target) {
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     seen,
-    throttle(n, after) { throttled = n; retryAfter = after; },
+    throttle(n, after, code = 429) { throttled = n; retryAfter = after; status = code; },
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
   };
 }
