@@ -314,6 +314,16 @@ func TestRetryAfter(t *testing.T) {
 		t.Fatalf("a 503 with Retry-After 0: %v after %d requests, want it retried once", err, len(th.requests()))
 	}
 
+	// The defaults: 3 retries; a Retry-After over 30 s not waited for.
+	th.set(5, http.StatusTooManyRequests, "0")
+	if _, err := client.New(proxied, key).Webhooks().List(ctx); !client.IsCode(err, client.CodeUnavailable) || len(th.requests()) != 4 {
+		t.Fatalf("5 429s, default retries: %v after %d requests, want 4", err, len(th.requests()))
+	}
+	th.set(1, http.StatusTooManyRequests, "31")
+	if _, err := client.New(proxied, key).Webhooks().List(ctx); !errors.As(err, &e) || e.RetryAfter != 31*time.Second || len(th.requests()) != 1 {
+		t.Fatalf("Retry-After 31 by default: %v after %d requests, want the error at once", err, len(th.requests()))
+	}
+
 	th.set(5, http.StatusTooManyRequests, "0")
 	bounded := client.New(proxied, key)
 	bounded.Retry.Attempts = 2

@@ -124,7 +124,8 @@ class Proxy(_Server):
                 if proxy.throttled > 0:
                     proxy.throttled -= 1
                     self.send_response(proxy.status)
-                    self.send_header("Retry-After", proxy.retry_after)
+                    if proxy.retry_after:
+                        self.send_header("Retry-After", proxy.retry_after)
                     self.send_header("Content-Length", "9")
                     self.end_headers()
                     self.wfile.write(b"slow down")

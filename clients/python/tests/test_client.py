@@ -149,6 +149,21 @@ class ClientTest(unittest.TestCase):
             op.with_owner("nobody").webhooks.list()
         self.assertEqual(cm.exception.code, "not_found")
 
+    def test_the_defaults(self) -> None:
+        """3 retries; without Retry-After 0.5 s doubled; no wait over 30 s."""
+        waits: list[float] = []
+        c = hookd.Client(self.proxy.url, self.server.key, sleep=waits.append)
+        self.proxy.throttle(5, "")
+        with self.assertRaises(hookd.HookdError):
+            c.webhooks.list()
+        self.assertEqual(waits, [0.5, 1.0, 2.0])
+        self.assertEqual(len(self.proxy.seen), 4)
+        self.proxy.seen.clear()
+        self.proxy.throttle(1, "31")
+        with self.assertRaises(hookd.HookdError) as cm:
+            c.webhooks.list()
+        self.assertEqual((cm.exception.retry_after, len(self.proxy.seen)), (31.0, 1))
+
     def test_retries_are_bounded(self) -> None:
         c = hookd.Client(self.proxy.url, self.server.key, retry=hookd.Retry(attempts=2))
         self.proxy.throttle(5, "0")

@@ -113,6 +113,20 @@ test('an operator key acts on the owner withOwner names', async (t) => {
   await assert.rejects(op.withOwner('nobody').webhooks.list(), (err) => err instanceof HookdError && err.code === 'not_found');
 });
 
+test('the defaults: 3 retries, no wait over 30 s', async (t) => {
+  if (skipWithout(t)) return;
+  const c = new HookdClient({ baseUrl: proxy.url, apiKey: hookd.key });
+  proxy.seen.length = 0;
+  proxy.throttle(5, '0');
+  await assert.rejects(c.webhooks.list(), (err) => err instanceof HookdError && err.status === 429);
+  assert.equal(proxy.seen.length, 4);
+  proxy.seen.length = 0;
+  proxy.throttle(1, '31');
+  await assert.rejects(c.webhooks.list(), (err) => err instanceof HookdError && err.retryAfterMs === 31_000);
+  assert.equal(proxy.seen.length, 1);
+  proxy.throttle(0, '0');
+});
+
 test('retries are bounded', async (t) => {
   if (skipWithout(t)) return;
   const c = new HookdClient({ baseUrl: proxy.url, apiKey: hookd.key, retry: { attempts: 2 } });
