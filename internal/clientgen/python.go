@@ -48,6 +48,13 @@ func pyClient(m *model) ([]byte, error) {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n__all__ = [\"OPERATIONS\", \"Ops\"")
+	for _, s := range m.Structs {
+		if !m.isOpInput(s) {
+			fmt.Fprintf(&b, ", %q", s.Name)
+		}
+	}
+	b.WriteString("]\n\n")
 	b.WriteString("\nclass Ops:\n    \"\"\"The ops, grouped as in their operationId: client.webhooks.create(...) is webhooks.create.\"\"\"\n\n    def __init__(self, call: Call) -> None:\n")
 	for _, g := range groups(m) {
 		fmt.Fprintf(&b, "        self.%s = %sOps(call)\n", g, camel(g))

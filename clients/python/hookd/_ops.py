@@ -641,6 +641,9 @@ class WebhooksOps:
         return result
 
 
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "BatchOut", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventType", "EventTypeList", "EventsPublishBatchEvents", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PortalLink", "PortalRevoked", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
+
+
 class Ops:
     """The ops, grouped as in their operationId: client.webhooks.create(...) is webhooks.create."""
 
