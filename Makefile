@@ -27,10 +27,12 @@ test-ts: ## TypeScript SDK tests (node --test)
 	cd sdk/typescript && npm test
 
 # The producer clients (docs/clients.md) against a real hookd serve, which
-# each suite starts on loopback from HOOKD_BIN with SQLite in a temporary
-# directory. The Go client's tests (./client) are in test-go; their ops are
-# generated (go run ./internal/clientgen, part of make docs).
-test-clients: build ## producer clients: TypeScript (@hookd/client, node --test) and Python (hookd, unittest) against a real hookd serve
+# each suite starts on loopback (from HOOKD_BIN; the Go one builds it) with
+# SQLite in a temporary directory. The Go client is a module of its own
+# (client/go.mod: the standard library alone), so ./... leaves it out.
+# Their ops are generated (go run ./internal/clientgen, part of make docs).
+test-clients: build ## producer clients against a real hookd serve: Go (client/, -race), TypeScript (@hookd/client, node --test), Python (hookd, unittest)
+	cd client && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && HOOKD_BIN=$(CURDIR)/bin/hookd npm test
 	cd clients/python && HOOKD_BIN=$(CURDIR)/bin/hookd python3 -m unittest discover -s tests -v
 
@@ -43,8 +45,9 @@ vet: ## go vet and gofmt check
 # .golangci.yml is the bar.
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-lint: ## golangci-lint (pinned; .golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, revive, misspell)
+lint: ## golangci-lint (pinned; .golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, revive, misspell), hookd's module and the Go client's
 	$(GO) run $(GOLANGCI_LINT) run ./...
+	cd client && $(GO) run $(GOLANGCI_LINT) run ./...
 
 # The git revision, its commit time and whether the tree has changes, for
 # hookd version and /healthz (internal/version). Stamped with -X because Go's

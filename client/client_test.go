@@ -109,8 +109,8 @@ var (
 	buildErr  error
 )
 
-// hookdBinary builds hookd once per test run (without the race detector:
-// the race detector is on the client under test).
+// hookdBinary builds hookd once per test run, from the module around this
+// one (without the race detector: it is on the client under test).
 func hookdBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -120,7 +120,7 @@ func hookdBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "hookd")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/hookd").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-C", "..", "-o", binPath, "./cmd/hookd").CombinedOutput(); err != nil {
 			buildErr = errors.New(err.Error() + ": " + string(out))
 		}
 	})
