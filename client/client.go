@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -123,8 +124,9 @@ func (c *Client) do(ctx context.Context, r *request, out any) error {
 		r.setHeader("Idempotency-Key", newKey())
 	}
 	if r.op == "events.publish_batch" {
-		if keyed, err := keyBatch(body); err == nil {
-			body = keyed
+		var err error
+		if body, err = keyBatch(body); err != nil {
+			return fmt.Errorf("%s: key the events: %w", r.op, err)
 		}
 	}
 	return c.send(ctx, r, body, out)
@@ -135,8 +137,8 @@ func (c *Client) send(ctx context.Context, r *request, body []byte, out any) err
 	wait := policy.Backoff
 	for attempt := 0; ; attempt++ {
 		err := c.try(ctx, r, body, out)
-		e, ok := err.(*Error)
-		if !ok || (e.Status != http.StatusTooManyRequests && e.Status != http.StatusServiceUnavailable) || attempt >= policy.Attempts {
+		var e *Error
+		if !errors.As(err, &e) || (e.Status != http.StatusTooManyRequests && e.Status != http.StatusServiceUnavailable) || attempt >= policy.Attempts {
 			return err
 		}
 		d := wait
