@@ -2,12 +2,12 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: help test test-go test-helm test-ts ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
+.PHONY: help test test-go test-helm test-ts test-clients ts-build mcp-client build vcs-ldflags run vet lint fmt bench bench-compare fuzz docs deps-doc
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-test: vet lint ts-build mcp-client test-go test-helm test-ts ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), the Helm chart, TypeScript SDK tests, the official MCP client
+test: vet lint ts-build mcp-client test-go test-helm test-ts test-clients ## everything CI runs: vet, golangci-lint (.golangci.yml), Go tests with -race (SQLite and, with HOOKD_TEST_POSTGRES, PostgreSQL), the Helm chart, TypeScript SDK tests, the official MCP client, the producer clients
 
 test-go: ## Go tests with the race detector
 	$(GO) test -race -count=1 -timeout 25m $(PKGS)
@@ -26,6 +26,16 @@ mcp-client: ## install the official MCP TypeScript client the Go tests run again
 test-ts: ## TypeScript SDK tests (node --test)
 	cd sdk/typescript && npm test
 
+# The producer clients (docs/clients.md) against a real hookd serve, which
+# each suite starts on loopback (from HOOKD_BIN; the Go one builds it) with
+# SQLite in a temporary directory. The Go client is a module of its own
+# (client/go.mod: the standard library alone), so ./... leaves it out.
+# Their ops are generated (go run ./internal/clientgen, part of make docs).
+test-clients: build ## producer clients against a real hookd serve: Go (client/, -race), TypeScript (@hookd/client, node --test), Python (hookd, unittest)
+	cd client && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && HOOKD_BIN=$(CURDIR)/bin/hookd npm test
+	cd clients/python && HOOKD_BIN=$(CURDIR)/bin/hookd python3 -m unittest discover -s tests -v
+
 vet: ## go vet and gofmt check
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
@@ -35,8 +45,9 @@ vet: ## go vet and gofmt check
 # .golangci.yml is the bar.
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-lint: ## golangci-lint (pinned; .golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, revive, misspell)
+lint: ## golangci-lint (pinned; .golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, revive, misspell), hookd's module and the Go client's
 	$(GO) run $(GOLANGCI_LINT) run ./...
+	cd client && $(GO) run $(GOLANGCI_LINT) run ./...
 
 # The git revision, its commit time and whether the tree has changes, for
 # hookd version and /healthz (internal/version). Stamped with -X because Go's
@@ -82,9 +93,10 @@ fuzz: ## a bounded run of every fuzz target (FUZZTIME each, default 10s)
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
-docs: deps-doc ## regenerate docs/api.md and the OpenAPI/MCP goldens from the op declarations
+docs: deps-doc ## regenerate docs/api.md, the OpenAPI/MCP goldens from the op declarations, and the producer clients' ops from the OpenAPI golden
 	$(GO) test ./internal/openapi -run 'TestGolden|TestAPIDoc' -update
 	$(GO) test ./internal/mcpserver -run TestToolsGolden -update
+	$(GO) run ./internal/clientgen
 
 deps-doc: ## regenerate docs/dependencies.md (every Go module and its licence) from the module graph
 	$(GO) run ./internal/depsdoc -o docs/dependencies.md
