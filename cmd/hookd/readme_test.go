@@ -285,3 +285,29 @@ func TestMakeFuzzRunsEveryTarget(t *testing.T) {
 		t.Fatal("found no Fuzz function in the module: the walk is wrong")
 	}
 }
+
+// TestReadmeTourNamesEveryPackage: the README's tour of the folders names
+// every package under internal/, so a new one is placed for its reader.
+func TestReadmeTourNamesEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tour, ok := strings.Cut(string(b), "## Tour of the folders")
+	if !ok {
+		t.Fatal("README.md has no \"## Tour of the folders\"")
+	}
+	if i := strings.Index(tour, "\n## "); i >= 0 {
+		tour = tour[:i]
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.Contains(tour, "internal/"+e.Name()+"/") && !strings.Contains(tour, "internal/"+e.Name()+":") && !strings.Contains(tour, "internal/"+e.Name()+",") {
+			t.Errorf("README.md's tour of the folders does not name internal/%s/", e.Name())
+		}
+	}
+}

@@ -30,7 +30,7 @@ import (
 // hookd serve keeps about 10 MB live and collected at 20; with the heap
 // let grow to 32 MiB first its CPU per single publish fell by a sixth, and
 // a process delivering a million (20 MB or more live) kept the peak RSS it
-// had (docs/performance-history.md).
+// had (docs/notes/performance-history.md).
 const defaultGCHeapFloor = 32
 
 // maxGCHeapFloor bounds --gc-heap-floor (64 GiB): a typo must not become

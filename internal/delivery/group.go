@@ -60,7 +60,7 @@ const DefaultGroupMax = 100
 // while delivering and 1.2× on SQLite. Once the load generator answered
 // its clients as fast as pgbench does (one epoll thread), they came back
 // within the whole of the last commit's run time: at 1.0 a commit carried
-// 30 of 32 callers instead of 25 (docs/performance-history.md).
+// 30 of 32 callers instead of 25 (docs/notes/performance-history.md).
 const groupLinger = 1.0
 
 // groupTimeout bounds one group's transaction: it runs on behalf of several
