@@ -97,8 +97,8 @@ func eventIDs(t *testing.T, secret string, page pollPageOut) []string {
 	return ids
 }
 
-// fanned publishes n events of typ and waits until the polling endpoint
-// has them all (fanout is a job).
+// publishPolled publishes n events of typ and waits until the polling
+// endpoint has them all (fanout is a job).
 func (b *bundle) publishPolled(ep pollEndpointOut, typ string, n int) []string {
 	b.t.Helper()
 	var ids []string
@@ -253,20 +253,15 @@ func TestLongPollWakes(t *testing.T) {
 			if len(page.Data) != 1 || page.Data[0].EventID != id {
 				t.Fatalf("long-poll answered %+v, want the event %s published while it waited", page, id)
 			}
-			if _, err := ackTo(b, ep, page.Next); err != nil {
-				t.Fatal(err)
+			if status, raw := b.consumer(ep.PollToken, "POST", "/api/v1/poll/"+ep.ID+"/ack", `{"cursor":"`+page.Next+`"}`); status != 200 {
+				t.Fatalf("ack: %d %s", status, raw)
 			}
 		}
 	})
 }
 
-func ackTo(b *bundle, ep pollEndpointOut, cursor string) (int, error) {
-	status, _ := b.consumer(ep.PollToken, "POST", "/api/v1/poll/"+ep.ID+"/ack", `{"cursor":"`+cursor+`"}`)
-	return status, nil
-}
-
-// waitPolling waits until a poll is waiting in b's process (the metric
-// counts it as it starts; it waits right after its first read).
+// waitPolling waits until a poll is waiting in b's process (registered in
+// its hub: a publish from now on must wake it).
 func waitPolling(t *testing.T, b *bundle) {
 	t.Helper()
 	if !eventually(10*time.Second, func() bool { return b.h.Delivery.PollHub().Waiting() > 0 }) {

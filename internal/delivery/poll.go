@@ -45,12 +45,12 @@ type pollWait struct {
 	n  int
 }
 
-// NewPollHub returns a hub of at most max waiters (0: DefaultMaxPollWaiters).
-func NewPollHub(max int) *PollHub {
-	if max <= 0 {
-		max = DefaultMaxPollWaiters
+// NewPollHub returns a hub of at most limit waiters (0: DefaultMaxPollWaiters).
+func NewPollHub(limit int) *PollHub {
+	if limit <= 0 {
+		limit = DefaultMaxPollWaiters
 	}
-	return &PollHub{waits: map[string]*pollWait{}, max: max}
+	return &PollHub{waits: map[string]*pollWait{}, max: limit}
 }
 
 // ErrPollersFull is Wait's answer past the hub's bound.
@@ -132,8 +132,8 @@ func (s *Service) ListenPoll(ctx context.Context) {
 	s.poll.listen = func() { go s.db.ListenPoll(ctx, s.poll.Wake, s.poll.WakeAll) }
 }
 
-// pollMessages is the messages of a fanout's events to polling endpoints
-// (targets of ev): one each, in publish order once sorted (pollOrder).
+// pollMessage is ev's message to the polling endpoint ep (one of its
+// targets), numbered when written (store.AppendPollMessages).
 func pollMessage(ep *endpoint.Endpoint, ev *event.Event, now time.Time) store.PollMessage {
 	return store.PollMessage{EndpointID: ep.ID, ID: event.NewID("dlv_", now), EventID: ev.ID, CreatedAt: now.UnixMicro()}
 }
