@@ -234,7 +234,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 			}
 		}
 		if in.URL != nil {
-			if e.Polled() {
+			if e.Polled() && *in.URL != "" {
 				return invalid("url: endpoint %s is a polling endpoint and has no url (its kind cannot change: create an http endpoint instead)", e.ID)
 			}
 			e.URL = *in.URL
