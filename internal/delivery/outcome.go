@@ -50,9 +50,9 @@ type Outcome struct {
 	// it is longer than the schedule's backoff, which it then replaces (0:
 	// the backoff).
 	Wait time.Duration
-	// Control is the receiver's webhook-delivery header when it asked for
-	// something hookd does (ControlDisable, ControlAbort; "" otherwise):
-	// see control.go.
+	// Control is the receiver's webhook-delivery header, lower-cased
+	// ("" without one): ControlDisable and ControlAbort act, any other
+	// value is carried only to be counted and logged (control.go).
 	Control string
 }
 
