@@ -329,3 +329,45 @@ func TestPollStreamResumes(t *testing.T) {
 		}
 	})
 }
+
+// TestPollConsumerRestarts: a consumer that keeps no cursor of its own
+// (it acks each page, and starts every poll from hookd's position, as a
+// restarted one does) gets every event exactly once and in publish order,
+// while they are being published.
+func TestPollConsumerRestarts(t *testing.T) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
+		b.registerType("order.created")
+		ep := b.pollEndpoint("order.*")
+		const n = 30
+		published := make(chan []string, 1)
+		go func() {
+			var ids []string
+			for i := range n {
+				var out struct {
+					ID string `json:"id"`
+				}
+				if status := b.do("POST", "/api/v1/events", map[string]any{"type": "order.created", "subject": "test://x", "data": map[string]int{"n": i}}, &out); status != 202 {
+					break
+				}
+				ids = append(ids, out.ID)
+			}
+			published <- ids
+		}()
+		var got []string
+		deadline := time.Now().Add(60 * time.Second)
+		for len(got) < n && time.Now().Before(deadline) {
+			page := b.poll(ep, "?limit=7&wait=5s") // from hookd's position: a fresh consumer
+			got = append(got, eventIDs(t, ep.Secret, page)...)
+			if len(page.Data) > 0 {
+				if status, raw := b.consumer(ep.PollToken, "POST", "/api/v1/poll/"+ep.ID+"/ack", `{"cursor":"`+page.Next+`"}`); status != 200 {
+					t.Fatalf("ack: %d %s", status, raw)
+				}
+			}
+		}
+		ids := <-published
+		if strings.Join(got, ",") != strings.Join(ids, ",") {
+			t.Fatalf("the consumer got %d events %v, want the %d published, once each in order: %v", len(got), got, len(ids), ids)
+		}
+	})
+}
