@@ -175,10 +175,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
 		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
-		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider},
+		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},
 		metrics: m,
 	}
 	h.uiCtx, h.stopUI = context.WithCancel(context.Background())
+	deliverySvc.ListenPoll(h.uiCtx) // other processes' fanouts wake this one's long-polls
 	h.api.Ready = h.Ready
 	return h, nil
 }

@@ -44,6 +44,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 30*time.Second, "stop waiting when no delivery arrived for this long")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound on the whole wait for deliveries")
 	logLevel := fs.String("log-level", "warn", "hookd's log level (to stderr): debug, info, warn or error")
+	poll := fs.Bool("poll", false, "measure polling endpoints instead (issue 43): long-poll wake-up latency (on PostgreSQL also from another process), a poll of 100 envelopes, the memory of --poll-idle idle long-polls")
+	pollRounds := fs.Int("poll-rounds", 200, "with --poll: wake-ups measured")
+	pollIdle := fs.Int("poll-idle", 1000, "with --poll: idle long-polls held at once")
 	gcFloorFlag := gcHeapFloorFlag(fs.FlagSet)
 	if _, err := fs.Parse(args); err != nil {
 		return err
@@ -70,6 +73,14 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	o.Progress = stderr
+	if *poll {
+		res, err := bench.RunPoll(ctx, bench.PollOptions{DB: o.DB, Rounds: *pollRounds, Idle: *pollIdle, Log: o.Log, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		_, err = res.WriteTo(stdout)
+		return err
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {

@@ -326,9 +326,9 @@ func (s *Service) preflight(a *store.AttemptInput, job *river.Job[DeliverArgs], 
 // attempt builds the signed request and sends it, and says how long the
 // HTTP exchange took. No transaction is open.
 func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoint.Delivery, ev *event.Event, o *owner.Owner, p profile.Profile, now time.Time) (Outcome, time.Duration, error) {
-	secret, err := s.cfg.Sealer.Open(ep.SecretSealed)
+	secret, err := s.secretOf(ep)
 	if err != nil {
-		return Outcome{}, 0, fmt.Errorf("endpoint %s: %w", ep.ID, err)
+		return Outcome{}, 0, err
 	}
 	buf := profile.Buffers.Get()
 	body, err := p.AppendBody(*buf, ev, o)

@@ -227,7 +227,7 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 	}
 	out = out.spend(p.Retry(), 0, 1) // drainable: never snoozed before
 	one := attempted{out, took, 1, p.Retry().MaxAttempts}
-	if out.Verdict == Complete {
+	if out.Verdict == Complete && out.Control == "" {
 		r.rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: r.holder}, d.JobID)
 		s.observe(d, a.Event, p.Name(), one, metrics.Delivered)
 		// The receiver became slow: its deliveries move to the slow lane,
@@ -235,7 +235,8 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 		// leaves them there.
 		return true, s.moveLane(ctx, r.ep, took, s.now()) == QueueDeliverSlow, false
 	}
-	// The endpoint stopped answering 2xx: settle this one now (it moves the
+	// The endpoint stopped answering 2xx, or its receiver sent a control
+	// (webhook-delivery): settle this one now (it moves the
 	// endpoint's health) and leave the rest to their jobs. On an ordered
 	// endpoint a discard lets the next go: go on. The drain's earlier
 	// successes are recorded first, so the log never shows this failure

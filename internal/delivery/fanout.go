@@ -223,6 +223,9 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	if len(deferred) > 0 {
 		s.wakeIfFree(ctx, deferred)
 	}
+	if len(f.polled) > 0 {
+		s.poll.Wake(f.polled)
+	}
 	return f.fanned, nil
 }
 
@@ -248,7 +251,8 @@ type fanoutRun struct {
 	now    time.Time
 	meta   []byte
 	busy   map[string]bool
-	fanned fanned // what its transaction fanned out
+	fanned fanned   // what its transaction fanned out
+	polled []string // the polling endpoints it wrote messages for
 }
 
 // fanoutTx is the fanout's transaction: it takes the event (and the others
@@ -256,7 +260,7 @@ type fanoutRun struct {
 // fanned out and deletes the others' fanout jobs. It returns the endpoints
 // whose new jobs it deferred (deferBusy).
 func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (deferred []string, err error) {
-	f.fanned = fanned{}
+	f.fanned, f.polled = fanned{}, nil
 	ids := make([]string, len(f.eps))
 	for i, ep := range f.eps {
 		ids[i] = ep.ID
@@ -302,6 +306,7 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 	var (
 		ds     []*endpoint.Delivery
 		params []river.InsertManyParams // params[i] is ds[i]'s job
+		polls  []store.PollMessage      // to polling endpoints: no job (poll.go)
 		done   = []string{f.ev.ID}
 		gone   []int64
 	)
@@ -320,6 +325,10 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 			return nil, err
 		}
 		for _, ep := range targets {
+			if ep.Polled() {
+				polls = append(polls, pollMessage(ep, e, f.now))
+				continue
+			}
 			if i == 0 && have[ep.ID] {
 				continue
 			}
@@ -330,6 +339,13 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 			done = append(done, e.ID)
 			gone = append(gone, otherJobs[i-1])
 		}
+	}
+	if len(polls) > 0 {
+		pollOrder(polls)
+		if err := q.AppendPollMessages(ctx, polls); err != nil {
+			return nil, err
+		}
+		f.polled = polledEndpoints(polls)
 	}
 	if len(ds) > 0 {
 		s.shares.place(f.o.ID, params)

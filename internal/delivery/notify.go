@@ -107,6 +107,10 @@ func (s *Service) logTransition(ep *endpoint.Endpoint, t transition) {
 	case Failing:
 		s.log.Warn("endpoint failing", "endpoint", ep.ID, "owner", ep.OwnerID, "status", t.lastStatus, "error", t.lastError)
 	case Disabled:
+		if t.reason == ReceiverAskedToStop {
+			s.log.Warn("endpoint disabled: its receiver asked to stop", "endpoint", ep.ID, "owner", ep.OwnerID, "status", t.lastStatus)
+			return
+		}
 		s.log.Warn("endpoint disabled after continuous failure", "endpoint", ep.ID, "owner", ep.OwnerID, "failing_since", t.since, "error", t.lastError)
 	case Recovered:
 		s.log.Info("endpoint recovered", "endpoint", ep.ID, "owner", ep.OwnerID, "failing_since", t.since)

@@ -50,6 +50,10 @@ type Outcome struct {
 	// it is longer than the schedule's backoff, which it then replaces (0:
 	// the backoff).
 	Wait time.Duration
+	// Control is the receiver's webhook-delivery header, lower-cased
+	// ("" without one): ControlDisable and ControlAbort act, any other
+	// value is carried only to be counted and logged (control.go).
+	Control string
 }
 
 // Classify turns an attempt's response or error into an outcome under
@@ -67,6 +71,12 @@ func Classify(resp egress.Response, err error, now time.Time, maxWait time.Durat
 		}
 		return Outcome{Verdict: Retry, Error: "connection failed: " + err.Error()}
 	}
+	return controlled(classifyAnswer(resp, now, maxWait, p), resp.Header)
+}
+
+// classifyAnswer is Classify of an answer, before the receiver's
+// webhook-delivery control.
+func classifyAnswer(resp egress.Response, now time.Time, maxWait time.Duration, p profile.Profile) Outcome {
 	s := resp.StatusCode
 	if resp.Unfinished != nil && p.WholeAnswer() {
 		// The receiver has not finished answering: whatever the status,

@@ -46,6 +46,16 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 		}
 	}
 	for {
+		n, err := q.PrunePollMessages(ctx, cutoff, batch)
+		if err != nil {
+			return deliveries, events, err
+		}
+		deliveries += n // a poll message is a delivery that is never sent
+		if n < batch {
+			break
+		}
+	}
+	for {
 		n, err := q.PruneEvents(ctx, cutoff, batch)
 		if err != nil {
 			return deliveries, events, err

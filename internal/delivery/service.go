@@ -108,6 +108,9 @@ type Config struct {
 	// SlowAfter is how long an attempt may take before its endpoint's
 	// deliveries move to the slow lane (default DefaultSlowAfter).
 	SlowAfter time.Duration
+	// MaxPollWaiters bounds the long-polls waiting at once in this
+	// process (default DefaultMaxPollWaiters).
+	MaxPollWaiters int
 	// UserAgent is sent with every delivery.
 	UserAgent string
 	// GroupMax is the most single publishes one group commit carries
@@ -139,6 +142,10 @@ type Service struct {
 	fanoutGates fanoutGates
 	// shares count each owner's deliveries in flight per lane (lane.go).
 	shares *shares
+	// controlNotes are the unknown webhook-delivery controls logged (control.go).
+	controlNotes controlNotes
+	// poll wakes the long-polls of polling endpoints (poll.go).
+	poll *PollHub
 }
 
 // Hooks stop the delivery service at its hand-over windows, so tests can force the
@@ -262,6 +269,7 @@ func New(cfg Config) *Service {
 		shares: newShares(map[string]int{QueueDeliver: cfg.Workers, QueueDeliverSlow: cfg.SlowWorkers}, cfg.OwnerShare)}
 	s.rec = &recorder{s: s}
 	s.group = newPublishGroup(s)
+	s.poll = NewPollHub(cfg.MaxPollWaiters)
 	return s
 }
 

@@ -49,7 +49,8 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 	// cancelled (a hard stop): otherwise a delivered event would be sent again.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if out.Verdict == Complete && ep.FailingSince == nil {
+	s.noteControl(ep, d, out)
+	if out.Verdict == Complete && ep.FailingSince == nil && out.Control != ControlDisable {
 		// The common case: one write, nothing else to move.
 		if err := s.db.Relaxed().RecordAttempt(ctx, rec); err != nil {
 			return settled{}, fmt.Errorf("settle delivery %s: %w", d.ID, err)
@@ -64,7 +65,11 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		if err := q.RecordAttempt(ctx, rec); err != nil {
 			return err
 		}
-		t, err := s.moveHealth(ctx, q, ep, out, now)
+		moveHealth := s.moveHealth
+		if out.Control == ControlDisable {
+			moveHealth = disableAsked
+		}
+		t, err := moveHealth(ctx, q, ep, out, now)
 		if err != nil || len(t) == 0 {
 			return err
 		}

@@ -9,9 +9,12 @@ import (
 
 // Endpoint is one receiver URL of one owner.
 type Endpoint struct {
-	ID          string   `json:"id"`
-	OwnerID     string   `json:"-"`
-	URL         string   `json:"url"`
+	ID      string `json:"id"`
+	OwnerID string `json:"-"`
+	URL     string `json:"url"`
+	// Kind is how the endpoint gets its events: KindHTTP (pushed to URL)
+	// or KindPoll (no URL: its consumer polls them with a poll token).
+	Kind        string   `json:"kind"`
 	Description string   `json:"description"`
 	EventTypes  []string `json:"event_types"`
 	// SecretSealed is the endpoint's signing secret, sealed at rest. Only
@@ -42,6 +45,23 @@ type Endpoint struct {
 	// the end of a rotation's overlap).
 	Signing
 }
+
+// The endpoint kinds.
+const (
+	KindHTTP = "http"
+	KindPoll = "poll"
+)
+
+// KindOrHTTP is e's kind, KindHTTP when unset.
+func (e *Endpoint) KindOrHTTP() string {
+	if e.Kind == "" {
+		return KindHTTP
+	}
+	return e.Kind
+}
+
+// Polled says whether e is a polling endpoint.
+func (e *Endpoint) Polled() bool { return e.Kind == KindPoll }
 
 // State is the endpoint's state in the endpoint state machine (docs/design.md).
 type State string

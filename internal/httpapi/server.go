@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -32,6 +34,11 @@ type Server struct {
 	// Tracing, when set, gives every request a span (otelhttp), continuing
 	// a caller's W3C traceparent.
 	Tracing trace.TracerProvider
+	// Heartbeat is how often a poll stream (SSE) with nothing to send
+	// writes a comment (default 15 s).
+	Heartbeat time.Duration
+	// Metrics counts the polls (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Handler returns the HTTP handler: every op's route, /healthz, /readyz,
@@ -45,6 +52,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", Readiness(s.Ready, s.Log))
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
 	mux.HandleFunc("GET /api/admin/webhooks/{id}/deliveries/export", s.export)
+	mux.HandleFunc("GET /api/v1/poll/{id}", s.poll)
+	mux.HandleFunc("GET /api/v1/poll/{id}/stream", s.stream)
+	mux.HandleFunc("POST /api/v1/poll/{id}/ack", s.pollAck)
+	mux.HandleFunc("POST /api/v1/poll/{id}/seek", s.pollSeek)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
 		mux.Handle("/portal/", s.Console)

@@ -41,6 +41,27 @@ func TestSecretsShownOnce(t *testing.T) {
 					t.Fatalf("create %q, rotate %q, key %q: want two different endpoint secrets and a key secret", ep.Secret, rotated.Secret, key.Secret)
 				}
 				secrets = append(secrets, ep.Secret, rotated.Secret, key.Secret)
+				// A polling endpoint's token: shown by create and
+				// rotate_poll_token only, never by a read, a poll or a log.
+				var polled struct {
+					ID, Secret string
+					PollToken  string `json:"poll_token"`
+				}
+				mustCall(t, cs, "webhooks.create", map[string]any{"kind": "poll", "event_types": []string{"webhook.test"}}, &polled)
+				var newToken struct {
+					PollToken string `json:"poll_token"`
+				}
+				mustCall(t, cs, "webhooks.rotate_poll_token", map[string]any{"id": polled.ID}, &newToken)
+				if polled.PollToken == "" || newToken.PollToken == "" || newToken.PollToken == polled.PollToken {
+					t.Fatalf("poll tokens %q then %q: want two different ones", polled.PollToken, newToken.PollToken)
+				}
+				secrets = append(secrets, polled.Secret, polled.PollToken, newToken.PollToken)
+				seen = append(seen, b.rest(newToken.PollToken, "/api/v1/poll/"+polled.ID+"?wait=0.1s"))
+				for _, tool := range []string{"webhooks.get", "webhooks.poll"} {
+					var out any
+					mustCall(t, cs, tool, map[string]any{"id": polled.ID}, &out)
+					record(out)
+				}
 
 				var sent struct {
 					EventID string `json:"event_id"`

@@ -58,6 +58,8 @@ type Metrics struct {
 	leaseBusy  prometheus.Counter
 	overShare  *prometheus.CounterVec
 	laneMoved  *prometheus.CounterVec
+	controls   *prometheus.CounterVec
+	polls      *prometheus.CounterVec
 	groups     [numGroupPaths]prometheus.Counter
 	groupSize  prometheus.Observer
 
@@ -112,6 +114,20 @@ func New(cfg Config) *Metrics {
 		Name: "hookd_lane_moves_total",
 		Help: "Deliver jobs moved to a lane (deliver or deliver_slow) because their endpoint's attempts became slow or fast again.",
 	}, []string{"lane"})
+	m.controls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_receiver_controls_total",
+		Help: "Answers carrying a webhook-delivery header, by control: disable, abort-message or ignored (any other value).",
+	}, []string{"control"})
+	for _, c := range []string{"disable", "abort-message", "ignored"} {
+		m.controls.WithLabelValues(c)
+	}
+	m.polls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookd_poll_requests_total",
+		Help: "Reads of polling endpoints, by how: poll (one answer, long-polled or not) or stream (an SSE stream opened).",
+	}, []string{"how"})
+	for _, h := range []string{"poll", "stream"} {
+		m.polls.WithLabelValues(h)
+	}
 	for _, lane := range []string{"deliver", "deliver_slow"} { // every series from the start
 		m.overShare.WithLabelValues(lane)
 		m.laneMoved.WithLabelValues(lane)
@@ -129,7 +145,7 @@ func New(cfg Config) *Metrics {
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100},
 	})
 	m.groupSize = groupSize
-	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy, m.overShare, m.laneMoved, groups, groupSize)
+	m.reg.MustRegister(m.published, m.deliveries, m.attempt, m.latency, m.leaseBusy, m.overShare, m.laneMoved, m.controls, m.polls, groups, groupSize)
 	if cfg.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -73,6 +73,23 @@ func (m *Metrics) LaneMoved(lane string, n int) {
 	m.laneMoved.WithLabelValues(lane).Add(float64(n))
 }
 
+// ReceiverControl counts one answer carrying a webhook-delivery header:
+// control is disable, abort-message or ignored.
+func (m *Metrics) ReceiverControl(control string) {
+	if m == nil {
+		return
+	}
+	m.controls.WithLabelValues(control).Inc()
+}
+
+// Poll counts one read of a polling endpoint: how is poll or stream.
+func (m *Metrics) Poll(how string) {
+	if m == nil {
+		return
+	}
+	m.polls.WithLabelValues(how).Inc()
+}
+
 // GroupPath is the value of hookd_publish_groups_total's path label: how a
 // group commit of single publishes wrote.
 type GroupPath int

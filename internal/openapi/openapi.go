@@ -95,6 +95,21 @@ func Build(list []*ops.Op, info Info) (*Document, error) {
 		}
 		paths[op.Path][m] = o
 	}
+	routes, err := b.routes()
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	for path, methods := range routes {
+		if paths[path] == nil {
+			paths[path] = map[string]any{}
+		}
+		for m, o := range methods {
+			if _, dup := paths[path][m]; dup {
+				return nil, fmt.Errorf("openapi: an op and a route on %s %s", m, path)
+			}
+			paths[path][m] = o
+		}
+	}
 	return &Document{
 		OpenAPI:  "3.1.0",
 		Info:     info,
@@ -104,7 +119,8 @@ func Build(list []*ops.Op, info Info) (*Document, error) {
 			"schemas":   b.schemas,
 			"responses": responses,
 			"securitySchemes": map[string]any{
-				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "An API key (hkd_…): `hookd apikey create --owner NAME --role admin|publisher|operator`."},
+				"bearer":    map[string]any{"type": "http", "scheme": "bearer", "description": "An API key (hkd_…): `hookd apikey create --owner NAME --role admin|publisher|operator`."},
+				"pollToken": map[string]any{"type": "http", "scheme": "bearer", "description": "A polling endpoint's poll token (hkp_…): shown once by webhooks.create (kind poll) and webhooks.rotate_poll_token."},
 			},
 		},
 	}, nil

@@ -81,7 +81,11 @@ func TestEveryOp(t *testing.T) {
 	}
 	n := 0
 	for _, m := range doc.Paths {
-		n += len(m)
+		for _, o := range m {
+			if !strings.Contains(string(o), `"x-hookd-route": true`) { // a route written by hand (routes.go), not an op
+				n++
+			}
+		}
 	}
 	if n != len(list) {
 		t.Errorf("document has %d operations, ops declare %d", n, len(list))

@@ -24,6 +24,9 @@ type EndpointView struct {
 	*endpoint.Endpoint
 	State  endpoint.State `json:"state"`
 	Secret string         `json:"secret,omitempty"`
+	// PollToken is a polling endpoint's token, set only in the answers
+	// that make one: create and rotate_poll_token.
+	PollToken string `json:"poll_token,omitempty"`
 	// GrantStatus is what the endpoint's grant admits now (active, revoked,
 	// expired, or deleted: nothing of scoped types until given another).
 	GrantStatus scope.GrantStatus `json:"grant_status,omitempty"`
@@ -49,7 +52,8 @@ type EndpointRef struct {
 
 // CreateEndpointIn is webhooks.create's input.
 type CreateEndpointIn struct {
-	URL         string   `json:"url" jsonschema:"absolute http(s) URL that receives the POSTs"`
+	URL         string   `json:"url,omitempty" jsonschema:"absolute http(s) URL that receives the POSTs (none for kind poll)"`
+	Kind        string   `json:"kind,omitempty" jsonschema:"http (default: hookd POSTs to url) or poll (no url: a consumer reads GET /api/v1/poll/{id} with the poll_token shown in this answer only)"`
 	Description string   `json:"description,omitempty"`
 	EventTypes  []string `json:"event_types" jsonschema:"event-type globs; * matches any run of characters"`
 	Enabled     *bool    `json:"enabled,omitempty" jsonschema:"default true"`
@@ -163,7 +167,11 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		return nil, err
 	}
 	q := s.DB.Q()
-	if err := s.checkEndpoint(ctx, q, p.OwnerID, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
+	kind, err := endpointKind(in.Kind, in.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkEndpoint(ctx, q, p.OwnerID, kind, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
 		return nil, err
 	}
 	if err := s.checkGrantID(ctx, q, p.OwnerID, in.GrantID); err != nil {
@@ -175,7 +183,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	}
 	now := s.now()
 	e := &endpoint.Endpoint{
-		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Description: in.Description,
+		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Kind: kind, Description: in.Description,
 		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, GrantID: in.GrantID,
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
@@ -183,17 +191,28 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	if err := applyControls(e, in.patch(), e.MaxInFlight, prof); err != nil {
 		return nil, err
 	}
+	var token string
+	var tokenHash []byte
+	if e.Polled() {
+		token, tokenHash = NewPollToken()
+	}
 	err = s.DB.InTx(ctx, func(q *store.Q) error {
 		if err := checkDeveloper(ctx, q, e); err != nil {
 			return err
 		}
-		return q.CreateEndpoint(ctx, e)
+		if err := q.CreateEndpoint(ctx, e); err != nil {
+			return err
+		}
+		if e.Polled() {
+			return q.CreatePollEndpoint(ctx, e.ID, tokenHash)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	v := s.view(e)
-	v.Secret = keys.Current.Secret
+	v.Secret, v.PollToken = keys.Current.Secret, token
 	return v, s.withGrantStatus(ctx, p.OwnerID, v)
 }
 
@@ -215,6 +234,9 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 			}
 		}
 		if in.URL != nil {
+			if e.Polled() && *in.URL != "" {
+				return invalid("url: endpoint %s is a polling endpoint and has no url (its kind cannot change: create an http endpoint instead)", e.ID)
+			}
 			e.URL = *in.URL
 		}
 		if in.Description != nil {
@@ -233,7 +255,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		if in.MaxInFlight != nil {
 			maxInFlight = *in.MaxInFlight
 		}
-		if err := s.checkEndpoint(ctx, q, p.OwnerID, e.URL, e.Description, e.EventTypes, maxInFlight); err != nil {
+		if err := s.checkEndpoint(ctx, q, p.OwnerID, e.KindOrHTTP(), e.URL, e.Description, e.EventTypes, maxInFlight); err != nil {
 			return err
 		}
 		e.MaxInFlight = prof.MaxInFlight(maxInFlight)
@@ -398,15 +420,12 @@ func (s *Service) endpointEventTypes(ctx context.Context, p Principal, _ *Empty)
 }
 
 // checkEndpoint validates an endpoint's caller-supplied fields.
-func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, url, description string, globs []string, maxInFlight int) error {
-	if url == "" {
-		return apperr.New(apperr.Invalid, "url is required: the absolute http(s) URL that receives the events")
+func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, kind, url, description string, globs []string, maxInFlight int) error {
+	if url == "" && kind != endpoint.KindPoll {
+		return apperr.New(apperr.Invalid, "url is required: the absolute http(s) URL that receives the events (or kind poll, for an endpoint read by polling)")
 	}
-	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
-		if errors.Is(err, egress.ErrBlocked) {
-			return apperr.New(apperr.Invalid, "url %q is not reachable by hookd: %v", url, err)
-		}
-		return apperr.New(apperr.Invalid, "url %q is not valid: %v", url, err)
+	if err := s.checkURL(kind, url); err != nil {
+		return err
 	}
 	if len(description) > 1024 {
 		return apperr.New(apperr.Invalid, "description is %d bytes; at most 1024", len(description))
@@ -435,6 +454,20 @@ func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, url, d
 		if exp != event.Webhook {
 			return apperr.New(apperr.Invalid, "event type %q is internal and never leaves hookd: set its exposure to webhook with PUT /api/admin/event_types/%s {\"exposure\": \"webhook\"}", g, g)
 		}
+	}
+	return nil
+}
+
+// checkURL checks an http endpoint's url (a polling one has none).
+func (s *Service) checkURL(kind, url string) error {
+	if kind == endpoint.KindPoll {
+		return nil
+	}
+	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
+		if errors.Is(err, egress.ErrBlocked) {
+			return apperr.New(apperr.Invalid, "url %q is not reachable by hookd: %v", url, err)
+		}
+		return apperr.New(apperr.Invalid, "url %q is not valid: %v", url, err)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ func (s *Service) Ops() []*Op {
 	if s.ops == nil {
 		s.ops = append(s.ops, s.endpointOps()...)
 		s.ops = append(s.ops, s.signingOps()...)
+		s.ops = append(s.ops, s.pollOps()...)
 		s.ops = append(s.ops, s.retryNowOp())
 		s.ops = append(s.ops, s.grantOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)

@@ -33,6 +33,8 @@ const (
 	requestTimeout = 10 * time.Second
 	// forwardDescription marks the endpoints --forward creates.
 	forwardDescription = "hookd listen --forward"
+	// pollDescription marks the polling endpoints --poll creates.
+	pollDescription = "hookd listen --poll"
 )
 
 // forwarding is an endpoint --forward created, and how to verify its
@@ -42,13 +44,18 @@ type forwarding struct {
 	client     *http.Client
 	endpointID string
 	profile    profile
+	pollToken  string // --poll: the polling endpoint's token
 }
 
-// start creates an endpoint that delivers to url and returns it with the
-// verifier its secret gives.
+// start creates an endpoint that delivers to url (none: a polling
+// endpoint) and returns it with the verifier its secret gives.
 func (c *forwardConfig) start(ctx context.Context, url string) (*forwarding, error) {
 	fw := &forwarding{cfg: c, client: &http.Client{Timeout: requestTimeout}}
-	body, _ := json.Marshal(map[string]any{"url": url, "event_types": c.types, "description": forwardDescription})
+	fields := map[string]any{"url": url, "event_types": c.types, "description": forwardDescription}
+	if url == "" {
+		fields = map[string]any{"kind": "poll", "event_types": c.types, "description": pollDescription}
+	}
+	body, _ := json.Marshal(fields)
 	status, answer, err := fw.call(ctx, http.MethodPost, "/api/admin/webhooks", body)
 	if err != nil {
 		return nil, err
@@ -57,13 +64,14 @@ func (c *forwardConfig) start(ctx context.Context, url string) (*forwarding, err
 		return nil, c.refused(url, status, answer)
 	}
 	var created struct {
-		ID     string `json:"id"`
-		Secret string `json:"secret"`
+		ID        string `json:"id"`
+		Secret    string `json:"secret"`
+		PollToken string `json:"poll_token"`
 	}
 	if err := json.Unmarshal(answer, &created); err != nil || created.ID == "" || created.Secret == "" {
 		return nil, fmt.Errorf("create endpoint: hookd answered 201 without an id and secret: %.200s", answer)
 	}
-	fw.endpointID = created.ID
+	fw.endpointID, fw.pollToken = created.ID, created.PollToken
 	if fw.profile, err = c.verifierFor(created.Secret); err != nil {
 		_ = fw.stop(ctx) // the endpoint is of no use without its verifier
 		return nil, err

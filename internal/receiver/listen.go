@@ -27,6 +27,7 @@ type listenConfig struct {
 	path    string
 	profile profile
 	forward *forwardConfig // nil: plain listen with --secret
+	poll    bool           // --poll: forward names hookd; nothing listens
 }
 
 const listenAbout = `Receives webhooks locally, verifies each POST and prints it: the time, the
@@ -37,34 +38,47 @@ With --secret it checks deliveries to an endpoint you created. With --forward
 it creates that endpoint itself through hookd's admin API (--url, --key,
 --types), learns its secret from the answer, and deletes it on exit (Ctrl-C).
 hookd refuses loopback addresses unless started with --egress-allow
-127.0.0.1/32.`
+127.0.0.1/32.
+
+With --poll it opens no port at all: it creates a polling endpoint (--url,
+--key, --types), long-polls it, verifies and prints each message and
+acknowledges it, and deletes the endpoint on exit. For a laptop, or a
+machine hookd cannot reach.`
 
 func parseListenFlags(args []string) (listenConfig, error) {
 	fs := cliflag.New("listen", "hookd listen (--secret S | --forward --key KEY [--types GLOBS]) [flags]", listenAbout)
 	addr := fs.String("addr", "127.0.0.1:9000", "address to listen on (port 0 picks a free one)")
 	secrets := secretFlag(fs.FlagSet)
-	profileName := fs.String("profile", "", profileUsage+"; default standard, with --forward whichever the delivery's headers use")
+	profileName := fs.String("profile", "", profileUsage+"; default standard, with --forward or --poll whichever the delivery's headers use")
 	path := fs.String("path", "/", "URL path to accept; / accepts every path")
 	tolerance := fs.Duration("tolerance", webhook.DefaultTolerance, "allowed clock difference to the signed timestamp")
 	var fw forwardConfig
 	forward := fs.Bool("forward", false, "create an endpoint pointing here, for as long as this runs")
-	fs.StringVar(&fw.hookdURL, "url", envOr("HOOKD_URL", "http://127.0.0.1:8080"), "with --forward: hookd's address (env HOOKD_URL)")
-	fs.StringVar(&fw.key, "key", os.Getenv("HOOKD_API_KEY"), "with --forward: an admin API key (env HOOKD_API_KEY)")
-	fs.StringVar(&fw.owner, "owner", "", "with --forward and an operator key: the owner to act on")
-	types := fs.String("types", "*", "with --forward: comma-separated event-type globs the endpoint subscribes to")
+	poll := fs.Bool("poll", false, "create a polling endpoint and poll it, for as long as this runs: no inbound port")
+	fs.StringVar(&fw.hookdURL, "url", envOr("HOOKD_URL", "http://127.0.0.1:8080"), "with --forward or --poll: hookd's address (env HOOKD_URL)")
+	fs.StringVar(&fw.key, "key", os.Getenv("HOOKD_API_KEY"), "with --forward or --poll: an admin API key (env HOOKD_API_KEY)")
+	fs.StringVar(&fw.owner, "owner", "", "with --forward or --poll and an operator key: the owner to act on")
+	types := fs.String("types", "*", "with --forward or --poll: comma-separated event-type globs the endpoint subscribes to")
 	if _, err := fs.Parse(args); err != nil {
 		return listenConfig{}, err
 	}
 	if len(*path) == 0 || (*path)[0] != '/' {
 		return listenConfig{}, fs.Errorf("--path %q: must start with /", *path)
 	}
-	cfg := listenConfig{addr: *addr, path: *path}
-	if *forward {
+	cfg := listenConfig{addr: *addr, path: *path, poll: *poll}
+	if *poll && *forward {
+		return listenConfig{}, fs.Errorf("--poll and --forward exclude each other: --poll needs no inbound port, --forward points hookd at one")
+	}
+	if *forward || *poll {
+		mode := "--forward"
+		if *poll {
+			mode = "--poll"
+		}
 		if len(*secrets) > 0 {
-			return listenConfig{}, fs.Errorf("--secret and --forward exclude each other: --forward learns the secret from hookd")
+			return listenConfig{}, fs.Errorf("--secret and %s exclude each other: %s learns the secret from hookd", mode, mode)
 		}
 		if fw.key == "" {
-			return listenConfig{}, fs.Errorf("--forward needs --key (or HOOKD_API_KEY): an admin key of the owner whose events to receive")
+			return listenConfig{}, fs.Errorf("%s needs --key (or HOOKD_API_KEY): an admin key of the owner whose events to receive", mode)
 		}
 		for _, t := range strings.Split(*types, ",") {
 			if t = strings.TrimSpace(t); t != "" {
@@ -102,6 +116,9 @@ func Listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg, err := parseListenFlags(args)
 	if err != nil {
 		return err
+	}
+	if cfg.poll {
+		return listenPoll(ctx, cfg.forward, stdout, stderr)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.addr)

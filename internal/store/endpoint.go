@@ -11,7 +11,7 @@ import (
 )
 
 // endpointCols: scope_source holds the endpoint's grant id (GrantID).
-const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered, trace_context, developer`
+const endpointCols = `id, owner_id, url, description, event_types, secret_sealed, scope_source, enabled, disabled_reason, failing_since, max_in_flight, created_at, updated_at, signing, headers, rate_limit, ordered, trace_context, developer, kind`
 
 // endpointReadCols are endpointCols and the columns hookd writes itself,
 // not the owner (slow_since: the endpoint's lane), which scanEndpoint reads.
@@ -24,7 +24,7 @@ func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var created, updated int64
 	var signing, headers string
 	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing,
-		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer, &slow); err != nil {
+		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer, &e.Kind, &slow); err != nil {
 		return nil, err
 	}
 	if err := scanHeaders(&e, headers); err != nil {
@@ -61,13 +61,14 @@ func encodeEndpoint(e *endpoint.Endpoint) (globs []byte, signing string, err err
 
 // CreateEndpoint inserts e and its lease slots.
 func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
+	e.Kind = e.KindOrHTTP()
 	globs, signing, err := encodeEndpoint(e)
 	if err != nil {
 		return err
 	}
-	_, err = q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+	_, err = q.exec(ctx, `INSERT INTO hookd_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		e.ID, e.OwnerID, e.URL, e.Description, string(globs), e.SecretSealed, e.GrantID, e.Enabled, e.DisabledReason, tsPtr(e.FailingSince), e.MaxInFlight, ts(e.CreatedAt), ts(e.UpdatedAt), signing,
-		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext, e.Developer)
+		headersJSON(e.Headers), e.RateLimit, e.Ordered, e.TraceContext, e.Developer, e.Kind)
 	if err != nil {
 		return fmt.Errorf("create endpoint: %w", err)
 	}

@@ -13,6 +13,13 @@ export {
   type WebhookErrorCode,
 } from './errors.js';
 export type { RawBody } from './body.js';
+export {
+  DELIVERY_CONTROL_HEADER,
+  answerAbortMessage,
+  answerDisable,
+  type DeliveryControl,
+  type SettableHeaders,
+} from './control.js';
 export type { Clock } from './time.js';
 export type { HeaderValue, HeadersLike, WebhookHeaders } from './headers.js';
 export {
