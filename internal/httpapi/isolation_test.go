@@ -320,6 +320,8 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"events.publish":              {"type": "alice.thing", "data": map[string]any{"published": true}},
 		"events.publish_batch":        {"events": []any{map[string]any{"type": "alice.thing"}}},
 		"events.get":                  {"id": ev},
+		"events.list":                 nil,
+		"events.resend":               {"id": ev},
 		"owners.list":                 nil,
 		"owners.create":               {"id": "mallory"},
 		"owners.get":                  {"id": "bob"},

@@ -47,6 +47,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.grantOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
+		s.ops = append(s.ops, s.eventSearchOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)
 		s.ops = append(s.ops, s.inFlightOps()...)
 		s.ops = append(s.ops, s.recoverOps()...)
