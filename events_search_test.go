@@ -99,7 +99,9 @@ func TestEventsList(t *testing.T) {
 			{"window", url.Values{"since": {start.Format(time.RFC3339Nano)}, "until": {end.Format(time.RFC3339Nano)}}, 2,
 				want(func(p pub) bool { return !p.at.Before(start) && p.at.Before(end) })},
 			{"all three", url.Values{"type": {"invoice.paid"}, "subject_prefix": {"invoice://cus_1/"}, "since": {start.Format(time.RFC3339Nano)}}, 1,
-				want(func(p pub) bool { return p.typ == "invoice.paid" && strings.HasPrefix(p.subject, "invoice://cus_1/") && !p.at.Before(start) })},
+				want(func(p pub) bool {
+					return p.typ == "invoice.paid" && strings.HasPrefix(p.subject, "invoice://cus_1/") && !p.at.Before(start)
+				})},
 		} {
 			got, pages := b.listEvents(c.q, c.limit)
 			if !slices.Equal(got, c.want) {
