@@ -81,7 +81,7 @@ func (s *Service) Resend(ctx context.Context, ownerID, eventID string, endpointI
 		d := had[id]
 		switch {
 		case !ep.Enabled && named:
-			return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled: enable it (PATCH enabled=true), then resend", id)
+			return nil, apperr.New(apperr.Conflict, "endpoint %s is disabled: enable it (PATCH enabled=true), then resend", id).Keyed("resend.disabled", id)
 		case !ep.Enabled:
 			out.Disabled = append(out.Disabled, id)
 		case d != nil && d.State == endpoint.Pending:
@@ -99,7 +99,7 @@ func (s *Service) Resend(ctx context.Context, ownerID, eventID string, endpointI
 				return nil, err
 			}
 			if len(ok) == 0 {
-				return nil, apperr.New(apperr.Invalid, "endpoint_ids: %s is not subscribed to %s (its event types: %s, and its scope): name an endpoint the event goes to", id, ev.Type, strings.Join(ep.EventTypes, ", "))
+				return nil, apperr.New(apperr.Invalid, "endpoint_ids: %s is not subscribed to %s (its event types: %s, and its scope): name an endpoint the event goes to", id, ev.Type, strings.Join(ep.EventTypes, ", ")).Keyed("resend.not_subscribed", id, ev.Type)
 			}
 			fresh = append(fresh, &endpoint.Delivery{ID: event.NewID("dlv_", now), OwnerID: ownerID, EndpointID: id, EventID: ev.ID, EventType: ev.Type,
 				State: endpoint.Pending, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now})

@@ -336,6 +336,8 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"tasks.get":                   {"job": w.bob.job},
 		"portal.create_link":          {"ttl": "1h", "features": []string{"endpoints"}},
 		"portal.revoke_sessions":      nil,
+		"portal.get_branding":         nil,
+		"portal.update_branding":      {"title": "pwned"},
 		"owners.in_flight":            nil,
 		"webhooks.recover":            {"id": ep, "since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)},
 		"webhooks.recovery":           {"id": ep, "task_id": w.bob.job},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
@@ -71,7 +72,7 @@ func (s *Service) listEvents(ctx context.Context, p Principal, in *EventsListIn)
 	}
 	if f.TypeGlob != "" {
 		if err := event.ValidateGlob(f.TypeGlob); err != nil {
-			return nil, invalid("type: %s", err.Error())
+			return nil, apperr.New(apperr.Invalid, "type: %s", apperr.MessageOf(err)).Keyed("events.type_glob")
 		}
 	}
 	if len(f.SubjectPrefix) > 1024 {
@@ -89,7 +90,7 @@ func (s *Service) listEvents(ctx context.Context, p Principal, in *EventsListIn)
 		until = s.now().Add(time.Second) // what was published this instant too
 	}
 	if !since.IsZero() && !since.Before(until) {
-		return nil, invalid("since (%s) must be before until (%s)", since.Format(time.RFC3339), until.Format(time.RFC3339))
+		return nil, apperr.New(apperr.Invalid, "since (%s) must be before until (%s)", since.Format(time.RFC3339), until.Format(time.RFC3339)).Keyed("window.order")
 	}
 	f.Since, f.Until = since.UnixMicro(), until.UnixMicro()
 	if since.IsZero() {

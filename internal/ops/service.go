@@ -56,6 +56,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.deliveryOps()...)
 		s.ops = append(s.ops, s.taskOps()...)
 		s.ops = append(s.ops, s.portalOps()...)
+		s.ops = append(s.ops, s.brandingOps()...)
 	}
 	return s.ops
 }
