@@ -32,8 +32,15 @@ func pngFile(t *testing.T, w, h int) string {
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("logo-%dx%d.png", w, h))
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	return tempFile(t, fmt.Sprintf("logo-%dx%d.png", w, h), buf.Bytes())
+}
+
+// tempFile writes data to a file called name in a temp dir, for the
+// browser to upload.
+func tempFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -126,11 +133,8 @@ func TestBrandingPage(t *testing.T) {
 
 func svgFile(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "logo.png") // the name says PNG; the bytes do not
-	if err := os.WriteFile(path, []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	// The name says PNG; the bytes do not.
+	return tempFile(t, "logo.png", []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>alert(1)</script></svg>`))
 }
 
 // TestPortalInBrowser: in Chromium, a link opened a second time and an
