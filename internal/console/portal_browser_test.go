@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
@@ -123,6 +124,15 @@ func TestBrandingPage(t *testing.T) {
 			}
 			if st := s.api(s.keys["bob"], http.MethodGet, "/api/admin/portal/branding", nil, &bobs); st != http.StatusOK || bobs.Title != "" || bobs.Logo != nil {
 				t.Errorf("bob's branding: %d %+v", st, bobs)
+			}
+			// Over REST: too big is 422 saying the bound; another owner's 404.
+			var e struct{ Error struct{ Message string } }
+			big := base64.StdEncoding.EncodeToString(make([]byte, 64<<10+1))
+			if st := s.api(s.keys["acme"], http.MethodPatch, "/api/admin/portal/branding", map[string]any{"logo_image": big}, &e); st != http.StatusUnprocessableEntity || !strings.Contains(e.Error.Message, "at most 65536 bytes") {
+				t.Errorf("a 64 KiB + 1 logo over REST: %d %q", st, e.Error.Message)
+			}
+			if st := s.api(s.keys["acme"], http.MethodPatch, "/api/admin/portal/branding?owner=bob", map[string]any{"title": "pwned"}, nil); st != http.StatusNotFound {
+				t.Errorf("acme's admin key on bob's branding: %d, want 404", st)
 			}
 			if a := fetch(t, http.MethodGet, s.srv.URL+"/admin/branding/logo", nil, ""); a.status == http.StatusOK {
 				t.Error("the console's logo answers without a session")
