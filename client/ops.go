@@ -18,8 +18,10 @@ var Operations = []string{
 	"event_types.list",
 	"event_types.put",
 	"events.get",
+	"events.list",
 	"events.publish",
 	"events.publish_batch",
+	"events.resend",
 	"grants.create",
 	"grants.delete",
 	"grants.get",
@@ -32,8 +34,14 @@ var Operations = []string{
 	"owners.in_flight",
 	"owners.list",
 	"owners.update",
+	"poll.ack",
+	"poll.read",
+	"poll.seek",
+	"poll.stream",
 	"portal.create_link",
+	"portal.get_branding",
 	"portal.revoke_sessions",
+	"portal.update_branding",
 	"tasks.get",
 	"webhooks.activity",
 	"webhooks.create",
@@ -42,12 +50,16 @@ var Operations = []string{
 	"webhooks.delivery",
 	"webhooks.event_types",
 	"webhooks.expire_old_secrets",
+	"webhooks.export_deliveries",
 	"webhooks.get",
 	"webhooks.list",
+	"webhooks.poll",
+	"webhooks.poll_seek",
 	"webhooks.recover",
 	"webhooks.recovery",
 	"webhooks.redeliver",
 	"webhooks.retry_now",
+	"webhooks.rotate_poll_token",
 	"webhooks.rotate_secret",
 	"webhooks.send_test",
 	"webhooks.stats",
@@ -105,6 +117,28 @@ type ActivityList struct {
 // BatchOut is a part of hookd's answers.
 type BatchOut struct {
 	Data []DeliveryPublished `json:"data"`
+}
+
+// Branding is a part of hookd's answers.
+type Branding struct {
+	// #rgb or #rrggbb
+	Accent string `json:"accent,omitempty"`
+	// origins, besides the operator's, that may frame the portal
+	FrameOrigins []string `json:"frame_origins"`
+	// en or zh-Hans; none: the browser's
+	Locale string        `json:"locale,omitempty"`
+	Logo   *BrandingLogo `json:"logo,omitempty"`
+	// an https URL of the logo (an uploaded logo is shown instead)
+	LogoURL string `json:"logo_url,omitempty"`
+	// replaces hookd's name in the portal's header
+	Title string `json:"title,omitempty"`
+}
+
+// BrandingLogo is a part of hookd's answers.
+type BrandingLogo struct {
+	ContentType string    `json:"content_type"`
+	Size        int64     `json:"size"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Delivery is a part of hookd's answers.
@@ -185,6 +219,13 @@ type DeliveryRecovery struct {
 	Until     time.Time `json:"until"`
 }
 
+// DeliveryResent is a part of hookd's answers.
+type DeliveryResent struct {
+	Disabled []string `json:"disabled"`
+	Pending  []string `json:"pending"`
+	Resent   []string `json:"resent"`
+}
+
 // EndpointList is a part of hookd's answers.
 type EndpointList struct {
 	Data []EndpointView `json:"data"`
@@ -217,10 +258,12 @@ type EndpointView struct {
 	GrantStatus     string            `json:"grant_status,omitempty"`
 	Headers         map[string]string `json:"headers"`
 	ID              string            `json:"id"`
+	Kind            string            `json:"kind"`
 	MaxInFlight     int64             `json:"max_in_flight"`
 	OldKeysExpireAt *time.Time        `json:"old_keys_expire_at,omitempty"`
 	OldPublicKeys   []string          `json:"old_public_keys,omitempty"`
 	Ordered         bool              `json:"ordered"`
+	PollToken       string            `json:"poll_token,omitempty"`
 	PublicKey       string            `json:"public_key,omitempty"`
 	RateLimit       int64             `json:"rate_limit"`
 	Secret          string            `json:"secret,omitempty"`
@@ -239,6 +282,23 @@ type Event struct {
 	Subject    string          `json:"subject,omitempty"`
 	Tenant     string          `json:"tenant,omitempty"`
 	Type       string          `json:"type"`
+}
+
+// EventList is a part of hookd's answers.
+type EventList struct {
+	Data       []EventSummary `json:"data"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+// EventSummary is a part of hookd's answers.
+type EventSummary struct {
+	ID         string    `json:"id"`
+	OccurredAt time.Time `json:"occurred_at"`
+	// when hookd took the event: the time the window filters
+	PublishedAt time.Time `json:"published_at"`
+	Subject     string    `json:"subject,omitempty"`
+	Test        bool      `json:"test,omitempty"`
+	Type        string    `json:"type"`
 }
 
 // EventType is a part of hookd's answers.
@@ -283,6 +343,22 @@ type EventsGetInput struct {
 	ID string `json:"-"`
 }
 
+// EventsListInput is the input of events.list.
+type EventsListInput struct {
+	// only events whose type matches this glob, e.g. invoice.* ('*' any run of characters)
+	Type string `json:"-"`
+	// only events whose subject starts with this, e.g. invoice://inv_12
+	SubjectPrefix string `json:"-"`
+	// RFC 3339: only events published at or after this time
+	Since string `json:"-"`
+	// RFC 3339: only events published before this time (default now)
+	Until string `json:"-"`
+	// at most this many (default 50, max 200)
+	Limit int64 `json:"-"`
+	// the next_cursor of the previous page
+	Cursor string `json:"-"`
+}
+
 // EventsPublishBatchEvents is a part of EventsPublishBatchInput.
 type EventsPublishBatchEvents struct {
 	// the event's JSON payload
@@ -316,6 +392,32 @@ type EventsPublishInput struct {
 	Tenant  string `json:"tenant,omitempty"`
 	// a registered event type
 	Type string `json:"type"`
+}
+
+// EventsResendInput is the input of events.resend.
+type EventsResendInput struct {
+	// the event id (evt_…)
+	ID string `json:"-"`
+	// only these endpoints (the owner's, each one the event went to or one subscribed to its type now); default every endpoint it went to
+	EndpointIds []string `json:"endpoint_ids,omitempty"`
+}
+
+// ExportLine is a part of hookd's answers.
+type ExportLine struct {
+	Attempts      int64           `json:"attempts"`
+	CreatedAt     time.Time       `json:"created_at"`
+	EndpointID    string          `json:"endpoint_id"`
+	Envelope      json.RawMessage `json:"envelope,omitempty"`
+	EventID       string          `json:"event_id"`
+	EventType     string          `json:"event_type"`
+	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	ID            string          `json:"id"`
+	JobID         int64           `json:"job_id"`
+	LastError     string          `json:"last_error,omitempty"`
+	LastStatus    int64           `json:"last_status,omitempty"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
+	State         string          `json:"state"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 // GrantList is a part of hookd's answers.
@@ -465,6 +567,72 @@ type OwnersUpdateInput struct {
 	Profile *string `json:"profile,omitzero"`
 }
 
+// PollAckInput is the input of poll.ack.
+type PollAckInput struct {
+	// the endpoint id (ep_…)
+	ID     string `json:"-"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// PollMessage is a part of hookd's answers.
+type PollMessage struct {
+	// the envelope, exactly as signed
+	Body string `json:"body"`
+	// the position just after this message: pass it as after, or ack it
+	Cursor  string `json:"cursor"`
+	EventID string `json:"event_id"`
+	// the signature headers' values, as a push would have sent them
+	Headers map[string]string `json:"headers"`
+	// the message id (the webhook-id: dedupe on it)
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// PollPage is a part of hookd's answers.
+type PollPage struct {
+	Data []PollMessage `json:"data"`
+	// pass it as after to read on
+	Next string `json:"next"`
+}
+
+// PollReadInput is the input of poll.read.
+type PollReadInput struct {
+	// the endpoint id (ep_…)
+	ID string `json:"-"`
+	// read after this cursor (default: the acknowledged position)
+	After string `json:"-"`
+	// at most this many (default 100, max 500)
+	Limit int64 `json:"-"`
+	// long-poll: wait up to this long (e.g. 30s, at most 60s) for a message
+	Wait string `json:"-"`
+}
+
+// PollSeekInput is the input of poll.seek.
+type PollSeekInput struct {
+	// the endpoint id (ep_…)
+	ID      string `json:"-"`
+	At      string `json:"at,omitempty"`
+	Cursor  string `json:"cursor,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+}
+
+// PollStreamInput is the input of poll.stream.
+type PollStreamInput struct {
+	// the endpoint id (ep_…)
+	ID string `json:"-"`
+	// start after this cursor (default: the acknowledged position)
+	After string `json:"-"`
+	// resume after this event id (a cursor); wins over after
+	LastEventID string `json:"-"`
+}
+
+// PollTokenView is a part of hookd's answers.
+type PollTokenView struct {
+	ID string `json:"id"`
+	// the new poll token, shown in this answer only; the old one stops working now
+	PollToken string `json:"poll_token"`
+}
+
 // PortalCreateLinkInput is the input of portal.create_link.
 type PortalCreateLinkInput struct {
 	// what the portal offers, a subset of endpoints, event_types, deliveries, send_test, redeliver, recover, rotate_secret, grants; default every one the owner's profile has
@@ -493,6 +661,28 @@ type PortalRevoked struct {
 	Links int64 `json:"links"`
 	// portal sessions ended
 	Sessions int64 `json:"sessions"`
+}
+
+// PortalUpdateBrandingInput is the input of portal.update_branding.
+type PortalUpdateBrandingInput struct {
+	// #rgb or #rrggbb; empty: hookd's colours
+	Accent *string `json:"accent,omitzero"`
+	// origins (https://app.example.com) that may frame the portal, replacing the list; [] clears it
+	FrameOrigins []string `json:"frame_origins,omitzero"`
+	// en or zh-Hans; empty: the browser's
+	Locale *string `json:"locale,omitzero"`
+	// base64 of a PNG, JPEG or WebP image of at most 64 KiB, which hookd serves; empty: remove the uploaded logo
+	LogoImage *string `json:"logo_image,omitzero"`
+	// an https URL of an image; empty: none
+	LogoURL *string `json:"logo_url,omitzero"`
+	// at most 80 characters; empty: hookd's name
+	Title *string `json:"title,omitzero"`
+}
+
+// Position is a part of hookd's answers.
+type Position struct {
+	// the acknowledged position: a poll without after reads after it
+	Cursor string `json:"cursor"`
 }
 
 // Recovered is a part of hookd's answers.
@@ -563,8 +753,10 @@ type WebhooksCreateInput struct {
 	// id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice)
 	GrantID string `json:"grant_id,omitempty"`
 	// extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)
-	Headers     map[string]string `json:"headers,omitempty"`
-	MaxInFlight int64             `json:"max_in_flight,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// http (default: hookd POSTs to url) or poll (no url: a consumer reads GET /api/v1/poll/{id} with the poll_token shown in this answer only)
+	Kind        string `json:"kind,omitempty"`
+	MaxInFlight int64  `json:"max_in_flight,omitempty"`
 	// deliver in publish order, one at a time; a failing delivery holds back the ones after it until it succeeds or is discarded
 	Ordered bool `json:"ordered,omitempty"`
 	// at most this many deliveries per second, across every hookd process (default: no limit)
@@ -573,8 +765,8 @@ type WebhooksCreateInput struct {
 	Signature string `json:"signature,omitempty"`
 	// send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd)
 	TraceContext bool `json:"trace_context,omitempty"`
-	// absolute http(s) URL that receives the POSTs
-	URL string `json:"url"`
+	// absolute http(s) URL that receives the POSTs (none for kind poll)
+	URL string `json:"url,omitempty"`
 }
 
 // WebhooksDeleteInput is the input of webhooks.delete.
@@ -614,10 +806,44 @@ type WebhooksExpireOldSecretsInput struct {
 	ID string `json:"-"`
 }
 
+// WebhooksExportDeliveriesInput is the input of webhooks.export_deliveries.
+type WebhooksExportDeliveriesInput struct {
+	// the endpoint id (ep_…)
+	ID string `json:"-"`
+	// failed (default), delivered, pending or all
+	State string `json:"-"`
+	// only deliveries created at or after this RFC 3339 time
+	Since string `json:"-"`
+	// only deliveries created before this RFC 3339 time
+	Until string `json:"-"`
+}
+
 // WebhooksGetInput is the input of webhooks.get.
 type WebhooksGetInput struct {
 	// the endpoint id (ep_…)
 	ID string `json:"-"`
+}
+
+// WebhooksPollInput is the input of webhooks.poll.
+type WebhooksPollInput struct {
+	// the polling endpoint's id (ep_…)
+	ID string `json:"-"`
+	// read after this cursor (default: the endpoint's acknowledged position)
+	After string `json:"-"`
+	// at most this many messages (default 100, max 500)
+	Limit int64 `json:"-"`
+}
+
+// WebhooksPollSeekInput is the input of webhooks.poll_seek.
+type WebhooksPollSeekInput struct {
+	// the polling endpoint's id (ep_…)
+	ID string `json:"-"`
+	// replay from the first message written at or after this RFC 3339 time
+	At string `json:"at,omitempty"`
+	// a cursor of this endpoint: the position to acknowledge
+	Cursor string `json:"cursor,omitempty"`
+	// replay from this event's message (evt_…)
+	EventID string `json:"event_id,omitempty"`
 }
 
 // WebhooksRecoverInput is the input of webhooks.recover.
@@ -646,6 +872,12 @@ type WebhooksRedeliverInput struct {
 
 // WebhooksRetryNowInput is the input of webhooks.retry_now.
 type WebhooksRetryNowInput struct {
+	// the endpoint id (ep_…)
+	ID string `json:"-"`
+}
+
+// WebhooksRotatePollTokenInput is the input of webhooks.rotate_poll_token.
+type WebhooksRotatePollTokenInput struct {
 	// the endpoint id (ep_…)
 	ID string `json:"-"`
 }
@@ -723,6 +955,12 @@ type OwnersOps struct{ c *Client }
 
 // Owners returns the owners ops.
 func (c *Client) Owners() OwnersOps { return OwnersOps{c} }
+
+// PollOps are the poll ops.
+type PollOps struct{ c *Client }
+
+// Poll returns the poll ops.
+func (c *Client) Poll() PollOps { return PollOps{c} }
 
 // PortalOps are the portal ops.
 type PortalOps struct{ c *Client }
@@ -814,6 +1052,22 @@ func (g EventsOps) Get(ctx context.Context, in EventsGetInput) (*Event, error) {
 	return &v, nil
 }
 
+// List calls events.list (GET /api/v1/events): The owner's events, newest first, filtered by type glob, subject prefix and publish-time window; a cursor pages on.
+func (g EventsOps) List(ctx context.Context, in EventsListInput) (*EventList, error) {
+	r := &request{op: "events.list", method: "GET", path: "/api/v1/events"}
+	r.setQuery("type", in.Type)
+	r.setQuery("subject_prefix", in.SubjectPrefix)
+	r.setQuery("since", in.Since)
+	r.setQuery("until", in.Until)
+	r.setQuery("limit", in.Limit)
+	r.setQuery("cursor", in.Cursor)
+	var v EventList
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // Publish calls events.publish (POST /api/v1/events): Publish one event; it fans out to every subscribed endpoint.
 func (g EventsOps) Publish(ctx context.Context, in EventsPublishInput) (*DeliveryPublished, error) {
 	r := &request{op: "events.publish", method: "POST", path: "/api/v1/events"}
@@ -831,6 +1085,17 @@ func (g EventsOps) PublishBatch(ctx context.Context, in EventsPublishBatchInput)
 	r := &request{op: "events.publish_batch", method: "POST", path: "/api/v1/events/batch"}
 	r.body = in
 	var v BatchOut
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Resend calls events.resend (POST /api/v1/events/{id}/resend): Send one event again to the endpoints it went to (or the ones named): finished deliveries are re-enqueued with a fresh attempt budget, pending ones left be.
+func (g EventsOps) Resend(ctx context.Context, in EventsResendInput) (*DeliveryResent, error) {
+	r := &request{op: "events.resend", method: "POST", path: "/api/v1/events/" + pathValue(in.ID) + "/resend"}
+	r.body = in
+	var v DeliveryResent
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}
@@ -954,6 +1219,49 @@ func (g OwnersOps) Update(ctx context.Context, in OwnersUpdateInput) (*Owner, er
 	return &v, nil
 }
 
+// Ack calls poll.ack (POST /api/v1/poll/{id}/ack): Acknowledge up to a cursor: the acknowledged position moves on (never back) and a poll without after reads after it.
+func (g PollOps) Ack(ctx context.Context, in PollAckInput) (*Position, error) {
+	r := &request{op: "poll.ack", method: "POST", path: "/api/v1/poll/" + pathValue(in.ID) + "/ack"}
+	r.body = in
+	var v Position
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Read calls poll.read (GET /api/v1/poll/{id}): Read a polling endpoint's messages after a cursor, in order, each with its signature headers; wait long-polls until one is published.
+func (g PollOps) Read(ctx context.Context, in PollReadInput) (*PollPage, error) {
+	r := &request{op: "poll.read", method: "GET", path: "/api/v1/poll/" + pathValue(in.ID)}
+	r.setQuery("after", in.After)
+	r.setQuery("limit", in.Limit)
+	r.setQuery("wait", in.Wait)
+	var v PollPage
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Seek calls poll.seek (POST /api/v1/poll/{id}/seek): Move the acknowledged position to a cursor, to just before an event's message (event_id) or a time (at, RFC 3339): a replay. Exactly one.
+func (g PollOps) Seek(ctx context.Context, in PollSeekInput) (*Position, error) {
+	r := &request{op: "poll.seek", method: "POST", path: "/api/v1/poll/" + pathValue(in.ID) + "/seek"}
+	r.body = in
+	var v Position
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Stream calls poll.stream (GET /api/v1/poll/{id}/stream): The polling endpoint's messages as Server-Sent Events: each event's id is its cursor, its data a PollMessage; a comment every 15 s while idle. Reconnect with Last-Event-ID to resume.
+func (g PollOps) Stream(ctx context.Context, in PollStreamInput) error {
+	r := &request{op: "poll.stream", method: "GET", path: "/api/v1/poll/" + pathValue(in.ID) + "/stream"}
+	r.setQuery("after", in.After)
+	r.setHeader("Last-Event-ID", in.LastEventID)
+	return g.c.do(ctx, r, nil)
+}
+
 // CreateLink calls portal.create_link (POST /api/admin/portal/links): Make a one-time link that opens the owner's webhook portal (embeddable), limited to features, optionally read-only.
 func (g PortalOps) CreateLink(ctx context.Context, in PortalCreateLinkInput) (*PortalLink, error) {
 	r := &request{op: "portal.create_link", method: "POST", path: "/api/admin/portal/links"}
@@ -965,10 +1273,31 @@ func (g PortalOps) CreateLink(ctx context.Context, in PortalCreateLinkInput) (*P
 	return &v, nil
 }
 
+// GetBranding calls portal.get_branding (GET /api/admin/portal/branding): The owner's portal branding: title, logo, accent colour, frame origins and language.
+func (g PortalOps) GetBranding(ctx context.Context) (*Branding, error) {
+	r := &request{op: "portal.get_branding", method: "GET", path: "/api/admin/portal/branding"}
+	var v Branding
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // RevokeSessions calls portal.revoke_sessions (POST /api/admin/portal/revoke_sessions): End every portal session of the owner and spend its unused links.
 func (g PortalOps) RevokeSessions(ctx context.Context) (*PortalRevoked, error) {
 	r := &request{op: "portal.revoke_sessions", method: "POST", path: "/api/admin/portal/revoke_sessions"}
 	var v PortalRevoked
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// UpdateBranding calls portal.update_branding (PATCH /api/admin/portal/branding): Change the owner's portal branding (an owner's admin key may): title, logo (an https URL, or an uploaded image of at most 64 KiB), accent colour, frame origins, language.
+func (g PortalOps) UpdateBranding(ctx context.Context, in PortalUpdateBrandingInput) (*Branding, error) {
+	r := &request{op: "portal.update_branding", method: "PATCH", path: "/api/admin/portal/branding"}
+	r.body = in
+	var v Branding
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}
@@ -1058,6 +1387,15 @@ func (g WebhooksOps) ExpireOldSecrets(ctx context.Context, in WebhooksExpireOldS
 	return &v, nil
 }
 
+// ExportDeliveries calls webhooks.export_deliveries (GET /api/admin/webhooks/{id}/deliveries/export): Stream the endpoint's deliveries as NDJSON: one delivery with its envelope a line, in constant memory (a dead-letter archive).
+func (g WebhooksOps) ExportDeliveries(ctx context.Context, in WebhooksExportDeliveriesInput) error {
+	r := &request{op: "webhooks.export_deliveries", method: "GET", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/deliveries/export"}
+	r.setQuery("state", in.State)
+	r.setQuery("since", in.Since)
+	r.setQuery("until", in.Until)
+	return g.c.do(ctx, r, nil)
+}
+
 // Get calls webhooks.get (GET /api/admin/webhooks/{id}): Get one endpoint.
 func (g WebhooksOps) Get(ctx context.Context, in WebhooksGetInput) (*EndpointView, error) {
 	r := &request{op: "webhooks.get", method: "GET", path: "/api/admin/webhooks/" + pathValue(in.ID)}
@@ -1072,6 +1410,29 @@ func (g WebhooksOps) Get(ctx context.Context, in WebhooksGetInput) (*EndpointVie
 func (g WebhooksOps) List(ctx context.Context) (*EndpointList, error) {
 	r := &request{op: "webhooks.list", method: "GET", path: "/api/admin/webhooks"}
 	var v EndpointList
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Poll calls webhooks.poll (GET /api/admin/webhooks/{id}/poll): Read a polling endpoint's messages after a cursor, in order (what GET /api/v1/poll/{id} answers its consumer, without waiting).
+func (g WebhooksOps) Poll(ctx context.Context, in WebhooksPollInput) (*PollPage, error) {
+	r := &request{op: "webhooks.poll", method: "GET", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/poll"}
+	r.setQuery("after", in.After)
+	r.setQuery("limit", in.Limit)
+	var v PollPage
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// PollSeek calls webhooks.poll_seek (POST /api/admin/webhooks/{id}/poll_seek): Move a polling endpoint's acknowledged position: to a cursor, an event (replay from it) or a time.
+func (g WebhooksOps) PollSeek(ctx context.Context, in WebhooksPollSeekInput) (*Position, error) {
+	r := &request{op: "webhooks.poll_seek", method: "POST", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/poll_seek"}
+	r.body = in
+	var v Position
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}
@@ -1113,6 +1474,16 @@ func (g WebhooksOps) Redeliver(ctx context.Context, in WebhooksRedeliverInput) (
 func (g WebhooksOps) RetryNow(ctx context.Context, in WebhooksRetryNowInput) (*RetriedNow, error) {
 	r := &request{op: "webhooks.retry_now", method: "POST", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/retry_now"}
 	var v RetriedNow
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// RotatePollToken calls webhooks.rotate_poll_token (POST /api/admin/webhooks/{id}/rotate_poll_token): Give a polling endpoint a new poll token (shown in this answer only); the old one stops working at once.
+func (g WebhooksOps) RotatePollToken(ctx context.Context, in WebhooksRotatePollTokenInput) (*PollTokenView, error) {
+	r := &request{op: "webhooks.rotate_poll_token", method: "POST", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/rotate_poll_token"}
+	var v PollTokenView
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}

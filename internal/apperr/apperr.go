@@ -31,6 +31,27 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Key names the message for the pages' catalog (the console looks
+	// up "err.<Key>" with Args, and shows Message where it has none):
+	// the API speaks English, the pages the reader's language.
+	Key  string
+	Args []any
+}
+
+// Keyed names e's message in the pages' catalog, with its arguments.
+func (e *Error) Keyed(key string, args ...any) *Error {
+	e.Key, e.Args = key, args
+	return e
+}
+
+// KeyOf returns the catalog key and arguments of the first *Error in
+// err's chain ("" for none).
+func KeyOf(err error) (string, []any) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Key, e.Args
+	}
+	return "", nil
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -87,7 +108,7 @@ func Status(c Code) int {
 func Prefix(prefix string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		return &Error{Code: e.Code, Message: prefix + ": " + e.Message}
+		return &Error{Code: e.Code, Message: prefix + ": " + e.Message, Key: e.Key, Args: e.Args}
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
 }

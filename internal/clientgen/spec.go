@@ -353,7 +353,13 @@ func (m *model) typeOf(name string, s *schema) (typeRef, error) {
 			if known, ok := m.byKey[canonical(s)]; ok {
 				name = known
 			} else if _, taken := m.byName[name]; taken {
-				return t, fmt.Errorf("two different objects would be named %s", name)
+				// A list's items that are not the object of their name
+				// (events.list's summaries beside events.get's Event) are
+				// its summary.
+				if _, taken := m.byName[name+"Summary"]; taken {
+					return t, fmt.Errorf("two different objects would be named %s (and %sSummary)", name, name)
+				}
+				name += "Summary"
 			}
 			n, err := m.structOf(name, s)
 			if err != nil {

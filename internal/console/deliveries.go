@@ -52,7 +52,7 @@ func (c *Console) deliveryLog(w http.ResponseWriter, r *http.Request, s *session
 	status := http.StatusOK
 	switch {
 	case apperr.CodeOf(err) == apperr.Invalid:
-		d.Error, status = apperr.MessageOf(err), http.StatusUnprocessableEntity
+		d.Error, status = c.localeOf(r, s).Err(err), http.StatusUnprocessableEntity
 		ds = &ops.DeliveryList{Data: []*ops.DeliveryView{}}
 	case err != nil:
 		c.fail(w, r, s, err)

@@ -16,6 +16,9 @@ type endpointData struct {
 	Notice     string
 	Grant      *grantChoice
 	ShowGrant  bool
+	// Recover is the Recover… dialog's form: open, with its error, when
+	// the last one was refused.
+	Recover recoverForm
 }
 
 // notices are what the endpoint page says after an action (?done=…).
@@ -23,7 +26,7 @@ func notice(r *http.Request, l *locale, w wordsView) string {
 	switch done := r.URL.Query().Get("done"); done {
 	case "saved", "enabled", "disabled", "test", "expired":
 		return l.T("notice." + done)
-	case "redelivered", "retried":
+	case "redelivered", "retried", "recovered":
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		if n == 0 {
 			return l.T("notice."+done+".none", w.Endpoint)
@@ -34,6 +37,12 @@ func notice(r *http.Request, l *locale, w wordsView) string {
 }
 
 func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
+	c.endpointPage(w, r, s, http.StatusOK, recoverForm{States: []string{"failed"}})
+}
+
+// endpointPage renders the endpoint page with the Recover… dialog's form
+// as given.
+func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, s *session, status int, rf recoverForm) {
 	ctx := r.Context()
 	ref := &ops.EndpointRef{ID: r.PathValue("id")}
 	e, err := callAs[ops.EndpointView](ctx, c, s, "webhooks.get", ref)
@@ -57,7 +66,7 @@ func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	v := c.wordsOf(r, s)
-	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds, Grant: grants.of(e), ShowGrant: v.Grants || e.GrantID != ""}
+	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds, Grant: grants.of(e), ShowGrant: v.Grants || e.GrantID != "", Recover: rf}
 	for _, h := range st.Hours {
 		d.Totals.Delivered += h.Delivered
 		d.Totals.Failed += h.Failed
@@ -65,7 +74,7 @@ func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	l := c.localeOf(r, s)
 	d.Notice = notice(r, l, v.in(l))
-	c.render(w, r, http.StatusOK, "endpoint", s, raw(e.URL), d)
+	c.render(w, r, status, "endpoint", s, raw(e.URL), d)
 }
 
 // wordsOf is the session owner's words (the layout's, for handlers).

@@ -217,7 +217,7 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, s *session, f *
 		c.fail(w, r, s, err)
 		return
 	}
-	f.Errors = map[string]string{fieldOf(apperr.MessageOf(err)): apperr.MessageOf(err)}
+	f.Errors = map[string]string{fieldOf(apperr.MessageOf(err)): c.localeOf(r, s).Err(err)}
 	c.showForm(w, r, s, http.StatusUnprocessableEntity, f)
 }
 
@@ -324,7 +324,7 @@ func (c *Console) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 	out, err := callAs[ops.TestSent](r.Context(), c, s, "webhooks.send_test", &ops.EndpointRef{ID: id})
 	if err != nil {
 		if wantsJSON(r) {
-			writeJSON(w, apperr.Status(apperr.CodeOf(err)), map[string]string{"error": apperr.MessageOf(err)})
+			writeJSON(w, apperr.Status(apperr.CodeOf(err)), map[string]string{"error": c.localeOf(r, s).Err(err)})
 			return
 		}
 		c.fail(w, r, s, err)
@@ -369,7 +369,7 @@ func (c *Console) expireOldSecrets(w http.ResponseWriter, r *http.Request, s *se
 // done sends the browser back to the endpoint page, saying what happened.
 func (c *Console) done(w http.ResponseWriter, r *http.Request, id, what string, n int) {
 	u := "/admin/webhooks/" + url.PathEscape(id) + "?done=" + what
-	if what == "redelivered" || what == "retried" {
+	if what == "redelivered" || what == "retried" || what == "recovered" {
 		u += "&n=" + strconv.Itoa(n)
 	}
 	c.redirect(w, r, u)

@@ -222,7 +222,7 @@ func (c *Console) refuseGrant(w http.ResponseWriter, r *http.Request, s *session
 			field = name
 		}
 	}
-	f.Errors = map[string]string{field: says}
+	f.Errors = map[string]string{field: c.localeOf(r, s).Err(err)}
 	title := msg("title.new_grant")
 	if f.ID != "" {
 		title = msg("title.edit_grant")

@@ -12,6 +12,8 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"golang.org/x/text/message/catalog"
+
+	"github.com/hookd/hookd/internal/apperr"
 )
 
 // Every sentence a page shows comes from one message catalog per language
@@ -111,6 +113,30 @@ func (l *locale) HTML(key string, args ...any) template.HTML {
 		}
 	}
 	return template.HTML(l.p.Sprintf(key, esc...)) //nolint:gosec // the format is our catalog's; every argument is escaped above
+}
+
+// Err is an op's error in this language: its catalog message
+// (err.<key>) where the op named one, else the op's own words (English)
+// after a sentence of its kind (err.code.<code>) in the reader's
+// language.
+func (l *locale) Err(err error) string {
+	if key, args := apperr.KeyOf(err); key != "" {
+		if _, ok := messageKeys[l.tag]["err."+key]; ok {
+			shown := make([]any, len(args))
+			for i, a := range args {
+				if t, ok := a.(time.Time); ok {
+					a = l.When(t)
+				}
+				shown[i] = a
+			}
+			return l.T("err."+key, shown...)
+		}
+	}
+	says := apperr.MessageOf(err)
+	if l.tag == language.English {
+		return says
+	}
+	return l.T("err.code."+string(apperr.CodeOf(err)), says)
 }
 
 // Num is a number written this language's way (1,234).

@@ -68,6 +68,10 @@ func (c *Console) portalRoutes() []portalRoute {
 		{"POST /webhooks/{id}/retry_now", ops.FeatureRecover, true, c.retryNow},
 		{"POST /webhooks/{id}/rotate_secret", ops.FeatureRotateSecret, true, c.rotateSecret},
 		{"POST /webhooks/{id}/expire_old_secrets", ops.FeatureRotateSecret, true, c.expireOldSecrets},
+		{"POST /webhooks/{id}/recover", ops.FeatureRecover, true, c.recover},
+		{"GET /webhooks/{id}/recoveries/{task}", ops.FeatureRecover, false, c.showRecovery},
+		{"GET /events", ops.FeatureDeliveries, false, c.listEvents},
+		{"POST /events/{id}/resend", ops.FeatureRedeliver, true, c.resendEvent},
 		{"GET /webhooks/{id}/deliveries", ops.FeatureDeliveries, false, c.deliveryLog},
 		{"GET /webhooks/{id}/deliveries/{delivery}", ops.FeatureDeliveries, false, c.showDelivery},
 		{"GET /event_types", ops.FeatureEventTypes, false, c.eventTypes},
@@ -89,6 +93,7 @@ func (c *Console) portalMux() *http.ServeMux {
 		m.Handle(rt.pattern, c.portalOnly(rt))
 	}
 	m.HandleFunc("GET /brand.css", c.brandCSS)
+	m.HandleFunc("GET /logo", c.portalLogo)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, notFound("no page %s in the portal", r.URL.Path))
 	})
@@ -127,10 +132,10 @@ func (c *Console) portalOnly(rt portalRoute) http.Handler {
 		p := s.portal
 		switch {
 		case !p.sees(rt.feature):
-			c.fail(w, r, s, apperr.New(apperr.Forbidden, "this portal link does not include %s", rt.feature))
+			c.fail(w, r, s, apperr.New(apperr.Forbidden, "this portal link does not include %s", rt.feature).Keyed("portal.feature", rt.feature))
 			return
 		case rt.write && p.readOnly:
-			c.fail(w, r, s, apperr.New(apperr.Forbidden, "this portal is read-only: nothing can be changed here"))
+			c.fail(w, r, s, apperr.New(apperr.Forbidden, "this portal is read-only: nothing can be changed here").Keyed("portal.read_only"))
 			return
 		}
 		rt.h(w, r, s)

@@ -66,6 +66,7 @@ func TestPortalPages(t *testing.T) {
 			{"deliveries", "/webhooks/" + ep.ID + "/deliveries"},
 			{"delivery", strings.TrimPrefix(delivery, strings.TrimPrefix(base, portalOrigin))},
 			{"event-types", "/event_types"},
+			{"events", "/events"},
 			{"grants", "/grants"},
 			{"link-used", ""},
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,7 +96,14 @@ type view struct {
 	Data    any
 	// Portal is set on a portal session's pages.
 	Portal *portalView
+	// Refresh reloads the page after this many seconds (0: never): a
+	// background task's progress.
+	Refresh int
 }
+
+// refresher is page data that wants the page reloaded while it shows
+// something still running.
+type refresher interface{ refresh() int }
 
 // portalView is what a portal page shows of its link: the owner's brand
 // and the one way out.
@@ -170,6 +178,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	v := view{Title: l.text(title), Page: page, Data: data, Words: standardWords.in(l)}
+	if rf, ok := data.(refresher); ok {
+		v.Refresh = rf.refresh()
+	}
 	if page == "portal_gone" {
 		// A spent link's page is the portal's: no way into the console.
 		v.Portal = &portalView{FrameOrigins: strings.Join(c.cfg.FrameOrigins, " ")}
@@ -182,6 +193,10 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 				if s.portal != nil {
 					v.Portal = &portalView{Title: o.Attributes[ops.AttrPortalTitle], ReturnURL: s.portal.returnURL, LogoURL: o.Attributes[ops.AttrPortalLogoURL],
 						FrameOrigins: strings.Join(c.frameOrigins(o), " ")}
+					// An uploaded logo, served by hookd, before a URL's.
+					if at, err := c.cfg.DB.Q().PortalLogoStamp(r.Context(), o.ID); err == nil && at != 0 {
+						v.Portal.LogoURL = s.portal.base + "/logo?v=" + strconv.FormatInt(at, 10)
+					}
 				}
 			}
 		}
@@ -225,7 +240,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 		c.redirect(w, r, "/admin/signin")
 		return
 	}
-	c.render(w, r, status, "error", s, statusTitle(status), errorData{Status: status, Message: apperr.MessageOf(err)})
+	c.render(w, r, status, "error", s, statusTitle(status), errorData{Status: status, Message: c.localeOf(r, s).Err(err)})
 }
 
 func notFound(format string, args ...any) error { return apperr.New(apperr.NotFound, format, args...) }

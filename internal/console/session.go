@@ -85,7 +85,7 @@ func (c *Console) checkForm(r *http.Request, s *session) error {
 		got = r.PostFormValue("csrf")
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-		return apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again")
+		return apperr.New(apperr.Forbidden, "the form's CSRF token is missing or stale: reload the page and try again").Keyed("csrf")
 	}
 	return nil
 }
@@ -121,11 +121,11 @@ func checkOrigin(r *http.Request) error {
 		}
 	}
 	if origin == "" || origin == "null" {
-		return apperr.New(apperr.Forbidden, "a state change needs an Origin header (sent by every browser): refused")
+		return apperr.New(apperr.Forbidden, "a state change needs an Origin header (sent by every browser): refused").Keyed("origin.missing")
 	}
 	u, err := url.Parse(origin)
 	if err != nil || !strings.EqualFold(u.Host, r.Host) {
-		return apperr.New(apperr.Forbidden, "origin %q is not this site (%s): cross-site requests are refused", origin, r.Host)
+		return apperr.New(apperr.Forbidden, "origin %q is not this site (%s): cross-site requests are refused", origin, r.Host).Keyed("origin.other", origin)
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, "signin", nil, msg("title.signin"), signinData{Next: next, Error: says})
 	}
 	if err := checkOrigin(r); err != nil {
-		again(http.StatusForbidden, apperr.MessageOf(err))
+		again(http.StatusForbidden, l.Err(err))
 		return
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))

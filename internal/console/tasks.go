@@ -105,5 +105,5 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "task", s, msg("title.task", id), t)
+	c.render(w, r, http.StatusOK, "task", s, msg("title.task", id), taskPage{Job: t})
 }

@@ -304,7 +304,7 @@ func (s *Service) enabledEndpoint(ctx context.Context, p Principal, id, doing st
 		return nil, nil, err
 	}
 	if !e.Enabled {
-		return nil, nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before %s", e.ID, doing)
+		return nil, nil, apperr.New(apperr.Conflict, "endpoint %s is disabled; enable it (PATCH enabled=true) before %s", e.ID, doing).Keyed("endpoint.disabled")
 	}
 	return e, prof, nil
 }
@@ -422,13 +422,13 @@ func (s *Service) endpointEventTypes(ctx context.Context, p Principal, _ *Empty)
 // checkEndpoint validates an endpoint's caller-supplied fields.
 func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, kind, url, description string, globs []string, maxInFlight int) error {
 	if url == "" && kind != endpoint.KindPoll {
-		return apperr.New(apperr.Invalid, "url is required: the absolute http(s) URL that receives the events (or kind poll, for an endpoint read by polling)")
+		return apperr.New(apperr.Invalid, "url is required: the absolute http(s) URL that receives the events (or kind poll, for an endpoint read by polling)").Keyed("endpoint.url_required")
 	}
 	if err := s.checkURL(kind, url); err != nil {
 		return err
 	}
 	if len(description) > 1024 {
-		return apperr.New(apperr.Invalid, "description is %d bytes; at most 1024", len(description))
+		return apperr.New(apperr.Invalid, "description is %d bytes; at most 1024", len(description)).Keyed("endpoint.description", 1024)
 	}
 	if len(globs) > 100 {
 		return apperr.New(apperr.Invalid, "event_types has %d entries; at most 100", len(globs))
@@ -449,10 +449,10 @@ func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, kind, 
 			return err
 		}
 		if !registered {
-			return apperr.New(apperr.Invalid, "event type %q is not registered: register it first with PUT /api/admin/event_types/%s and body {\"exposure\": \"webhook\"} (or load a catalog with --catalog)", g, g)
+			return apperr.New(apperr.Invalid, "event type %q is not registered: register it first with PUT /api/admin/event_types/%s and body {\"exposure\": \"webhook\"} (or load a catalog with --catalog)", g, g).Keyed("endpoint.type_unregistered", g)
 		}
 		if exp != event.Webhook {
-			return apperr.New(apperr.Invalid, "event type %q is internal and never leaves hookd: set its exposure to webhook with PUT /api/admin/event_types/%s {\"exposure\": \"webhook\"}", g, g)
+			return apperr.New(apperr.Invalid, "event type %q is internal and never leaves hookd: set its exposure to webhook with PUT /api/admin/event_types/%s {\"exposure\": \"webhook\"}", g, g).Keyed("endpoint.type_internal", g)
 		}
 	}
 	return nil
@@ -465,9 +465,9 @@ func (s *Service) checkURL(kind, url string) error {
 	}
 	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
 		if errors.Is(err, egress.ErrBlocked) {
-			return apperr.New(apperr.Invalid, "url %q is not reachable by hookd: %v", url, err)
+			return apperr.New(apperr.Invalid, "url %q is not reachable by hookd: %v", url, err).Keyed("endpoint.url_unreachable", url)
 		}
-		return apperr.New(apperr.Invalid, "url %q is not valid: %v", url, err)
+		return apperr.New(apperr.Invalid, "url %q is not valid: %v", url, err).Keyed("endpoint.url_invalid", url)
 	}
 	return nil
 }

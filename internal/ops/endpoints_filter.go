@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -38,7 +39,7 @@ func parseTime(field, v string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, invalid("%s %q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)", field, v)
+		return time.Time{}, apperr.New(apperr.Invalid, "%s %q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)", field, v).Keyed("window.time", field)
 	}
 	return t, nil
 }

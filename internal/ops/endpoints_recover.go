@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -103,7 +104,7 @@ func (s *Service) recoverWindow(in *RecoverIn) (store.RecoverWindow, error) {
 		return w, err
 	}
 	if since.IsZero() {
-		return w, invalid("since is required: the RFC 3339 time the window starts (e.g. %s)", now.Add(-24*time.Hour).Format(time.RFC3339))
+		return w, apperr.New(apperr.Invalid, "since is required: the RFC 3339 time the window starts (e.g. %s)", now.Add(-24*time.Hour).Format(time.RFC3339)).Keyed("window.since_required")
 	}
 	until, err := parseTime("until", in.Until)
 	if err != nil {
@@ -113,10 +114,10 @@ func (s *Service) recoverWindow(in *RecoverIn) (store.RecoverWindow, error) {
 		until = now
 	}
 	if !since.Before(until) {
-		return w, invalid("since (%s) must be before until (%s)", since.Format(time.RFC3339), until.Format(time.RFC3339))
+		return w, apperr.New(apperr.Invalid, "since (%s) must be before until (%s)", since.Format(time.RFC3339), until.Format(time.RFC3339)).Keyed("window.order")
 	}
 	if oldest := now.Add(-s.Delivery.Retention()); since.Before(oldest) {
-		return w, invalid("since (%s) is beyond the retention window (%s): deliveries older than %s are deleted; start at or after it", since.Format(time.RFC3339), s.Delivery.Retention(), oldest.Format(time.RFC3339))
+		return w, apperr.New(apperr.Invalid, "since (%s) is beyond the retention window (%s): deliveries older than %s are deleted; start at or after it", since.Format(time.RFC3339), s.Delivery.Retention(), oldest.Format(time.RFC3339)).Keyed("window.retention", oldest)
 	}
 	states := in.States
 	if len(states) == 0 {
@@ -125,7 +126,7 @@ func (s *Service) recoverWindow(in *RecoverIn) (store.RecoverWindow, error) {
 	for i, st := range states {
 		st = strings.TrimSpace(st)
 		if st != "failed" && st != "delivered" {
-			return w, invalid("states[%d] %q: use failed or delivered (pending deliveries are on their way; retry_now brings them forward)", i, st)
+			return w, apperr.New(apperr.Invalid, "states[%d] %q: use failed or delivered (pending deliveries are on their way; retry_now brings them forward)", i, st).Keyed("window.states")
 		}
 		states[i] = st
 	}

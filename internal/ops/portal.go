@@ -254,25 +254,25 @@ func ValidatePageAttributes(attrs map[string]string) error {
 	if v, ok := attrs[AttrLocale]; ok {
 		l, err := PortalLocale(v)
 		if err != nil {
-			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrLocale, apperr.MessageOf(err))
+			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrLocale, apperr.MessageOf(err)).Keyed("branding.locale", v)
 		}
 		attrs[AttrLocale] = l
 	}
 	for _, o := range SplitOrigins(attrs[AttrPortalFrameOrigins]) {
 		if _, err := PortalFrameOrigin(o); err != nil {
-			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrPortalFrameOrigins, apperr.MessageOf(err))
+			return apperr.New(apperr.Invalid, "attribute %s: %s", AttrPortalFrameOrigins, apperr.MessageOf(err)).Keyed("branding.frame_origin", o)
 		}
 	}
 	if n := len([]rune(attrs[AttrPortalTitle])); n > maxPortalTitle {
-		return apperr.New(apperr.Invalid, "attribute %s is %d characters long: keep it within %d", AttrPortalTitle, n, maxPortalTitle)
+		return apperr.New(apperr.Invalid, "attribute %s is %d characters long: keep it within %d", AttrPortalTitle, n, maxPortalTitle).Keyed("branding.title", n, maxPortalTitle)
 	}
 	if v := attrs[AttrPortalAccent]; v != "" && !hexColour.MatchString(v) {
-		return apperr.New(apperr.Invalid, "attribute %s %q is not a colour: give it as #rrggbb, e.g. #0a7d53", AttrPortalAccent, v)
+		return apperr.New(apperr.Invalid, "attribute %s %q is not a colour: give it as #rrggbb, e.g. #0a7d53", AttrPortalAccent, v).Keyed("branding.accent", v)
 	}
 	if v := attrs[AttrPortalLogoURL]; v != "" {
 		u, err := url.Parse(v)
 		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || len(v) > maxReturnURL {
-			return apperr.New(apperr.Invalid, "attribute %s %q must be an https URL of an image, e.g. https://app.example.com/logo.png", AttrPortalLogoURL, v)
+			return apperr.New(apperr.Invalid, "attribute %s %q must be an https URL of an image, e.g. https://app.example.com/logo.png", AttrPortalLogoURL, v).Keyed("branding.logo_url", v)
 		}
 	}
 	return nil

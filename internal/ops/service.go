@@ -48,6 +48,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.grantOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)
+		s.ops = append(s.ops, s.eventSearchOps()...)
 		s.ops = append(s.ops, s.ownerOps()...)
 		s.ops = append(s.ops, s.inFlightOps()...)
 		s.ops = append(s.ops, s.recoverOps()...)
@@ -56,6 +57,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.deliveryOps()...)
 		s.ops = append(s.ops, s.taskOps()...)
 		s.ops = append(s.ops, s.portalOps()...)
+		s.ops = append(s.ops, s.brandingOps()...)
 	}
 	return s.ops
 }

@@ -13,8 +13,10 @@ OPERATIONS: tuple[str, ...] = (
     "event_types.list",
     "event_types.put",
     "events.get",
+    "events.list",
     "events.publish",
     "events.publish_batch",
+    "events.resend",
     "grants.create",
     "grants.delete",
     "grants.get",
@@ -27,8 +29,14 @@ OPERATIONS: tuple[str, ...] = (
     "owners.in_flight",
     "owners.list",
     "owners.update",
+    "poll.ack",
+    "poll.read",
+    "poll.seek",
+    "poll.stream",
     "portal.create_link",
+    "portal.get_branding",
     "portal.revoke_sessions",
+    "portal.update_branding",
     "tasks.get",
     "webhooks.activity",
     "webhooks.create",
@@ -37,12 +45,16 @@ OPERATIONS: tuple[str, ...] = (
     "webhooks.delivery",
     "webhooks.event_types",
     "webhooks.expire_old_secrets",
+    "webhooks.export_deliveries",
     "webhooks.get",
     "webhooks.list",
+    "webhooks.poll",
+    "webhooks.poll_seek",
     "webhooks.recover",
     "webhooks.recovery",
     "webhooks.redeliver",
     "webhooks.retry_now",
+    "webhooks.rotate_poll_token",
     "webhooks.rotate_secret",
     "webhooks.send_test",
     "webhooks.stats",
@@ -85,6 +97,21 @@ class ActivityList(TypedDict, total=False):
 
 class BatchOut(TypedDict, total=False):
     data: Required[Optional[list[DeliveryPublished]]]
+
+
+class Branding(TypedDict, total=False):
+    accent: str
+    frame_origins: Required[Optional[list[str]]]
+    locale: str
+    logo: Optional[BrandingLogo]
+    logo_url: str
+    title: str
+
+
+class BrandingLogo(TypedDict, total=False):
+    content_type: Required[str]
+    size: Required[int]
+    updated_at: Required[str]
 
 
 class Delivery(TypedDict, total=False):
@@ -158,6 +185,12 @@ class DeliveryRecovery(TypedDict, total=False):
     until: Required[str]
 
 
+class DeliveryResent(TypedDict, total=False):
+    disabled: Required[Optional[list[str]]]
+    pending: Required[Optional[list[str]]]
+    resent: Required[Optional[list[str]]]
+
+
 class EndpointList(TypedDict, total=False):
     data: Required[Optional[list[EndpointView]]]
 
@@ -186,10 +219,12 @@ class EndpointView(TypedDict, total=False):
     grant_status: str
     headers: Required[dict[str, str]]
     id: Required[str]
+    kind: Required[str]
     max_in_flight: Required[int]
     old_keys_expire_at: Optional[str]
     old_public_keys: Optional[list[str]]
     ordered: Required[bool]
+    poll_token: str
     public_key: str
     rate_limit: Required[int]
     secret: str
@@ -206,6 +241,20 @@ class Event(TypedDict, total=False):
     occurred_at: Required[str]
     subject: str
     tenant: str
+    type: Required[str]
+
+
+class EventList(TypedDict, total=False):
+    data: Required[Optional[list[EventSummary]]]
+    next_cursor: str
+
+
+class EventSummary(TypedDict, total=False):
+    id: Required[str]
+    occurred_at: Required[str]
+    published_at: Required[str]
+    subject: str
+    test: bool
     type: Required[str]
 
 
@@ -231,6 +280,23 @@ class EventsPublishBatchEvents(TypedDict, total=False):
     subject: str
     tenant: str
     type: Required[str]
+
+
+class ExportLine(TypedDict, total=False):
+    attempts: Required[int]
+    created_at: Required[str]
+    endpoint_id: Required[str]
+    envelope: dict[str, Any]
+    event_id: Required[str]
+    event_type: Required[str]
+    finished_at: Optional[str]
+    id: Required[str]
+    job_id: Required[int]
+    last_error: str
+    last_status: int
+    next_attempt_at: Optional[str]
+    state: Required[Literal["pending", "delivered", "failed"]]
+    updated_at: Required[str]
 
 
 class GrantList(TypedDict, total=False):
@@ -291,6 +357,25 @@ class OwnerList(TypedDict, total=False):
     data: Required[Optional[list[Owner]]]
 
 
+class PollMessage(TypedDict, total=False):
+    body: Required[str]
+    cursor: Required[str]
+    event_id: Required[str]
+    headers: Required[dict[str, str]]
+    id: Required[str]
+    type: Required[str]
+
+
+class PollPage(TypedDict, total=False):
+    data: Required[Optional[list[PollMessage]]]
+    next: Required[str]
+
+
+class PollTokenView(TypedDict, total=False):
+    id: Required[str]
+    poll_token: Required[str]
+
+
 class PortalLink(TypedDict, total=False):
     expires_at: Required[str]
     url: Required[str]
@@ -299,6 +384,10 @@ class PortalLink(TypedDict, total=False):
 class PortalRevoked(TypedDict, total=False):
     links: Required[int]
     sessions: Required[int]
+
+
+class Position(TypedDict, total=False):
+    cursor: Required[str]
 
 
 class Recovered(TypedDict, total=False):
@@ -404,6 +493,12 @@ class EventsOps:
         result: Event = self._call(spec, {"id": id})
         return result
 
+    def list(self, *, type: Optional[str] = None, subject_prefix: Optional[str] = None, since: Optional[str] = None, until: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None) -> EventList:
+        """The owner's events, newest first, filtered by type glob, subject prefix and publish-time window; a cursor pages on. (GET /api/v1/events)"""
+        spec = OpSpec("events.list", "GET", "/api/v1/events", query=("type", "subject_prefix", "since", "until", "limit", "cursor", ), headers={}, body=False)
+        result: EventList = self._call(spec, {"type": type, "subject_prefix": subject_prefix, "since": since, "until": until, "limit": limit, "cursor": cursor})
+        return result
+
     def publish(self, *, idempotency_key: Optional[str] = None, data: Optional[dict[str, Any]] = None, occurred_at: Optional[Optional[str]] = None, subject: Optional[str] = None, tenant: Optional[str] = None, type: str) -> DeliveryPublished:
         """Publish one event; it fans out to every subscribed endpoint. (POST /api/v1/events)"""
         spec = OpSpec("events.publish", "POST", "/api/v1/events", query=(), headers={"idempotency_key": "Idempotency-Key"}, body=True)
@@ -414,6 +509,12 @@ class EventsOps:
         """Publish up to 1,000 events in one transaction (all or none). (POST /api/v1/events/batch)"""
         spec = OpSpec("events.publish_batch", "POST", "/api/v1/events/batch", query=(), headers={}, body=True)
         result: BatchOut = self._call(spec, {"events": events})
+        return result
+
+    def resend(self, *, id: str, endpoint_ids: Optional[Optional[list[str]]] = None) -> DeliveryResent:
+        """Send one event again to the endpoints it went to (or the ones named): finished deliveries are re-enqueued with a fresh attempt budget, pending ones left be. (POST /api/v1/events/{id}/resend)"""
+        spec = OpSpec("events.resend", "POST", "/api/v1/events/{id}/resend", query=(), headers={}, body=True)
+        result: DeliveryResent = self._call(spec, {"id": id, "endpoint_ids": endpoint_ids})
         return result
 
 
@@ -501,6 +602,36 @@ class OwnersOps:
         return result
 
 
+class PollOps:
+    """The poll ops."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+
+    def ack(self, *, id: str, cursor: Optional[str] = None) -> Position:
+        """Acknowledge up to a cursor: the acknowledged position moves on (never back) and a poll without after reads after it. (POST /api/v1/poll/{id}/ack)"""
+        spec = OpSpec("poll.ack", "POST", "/api/v1/poll/{id}/ack", query=(), headers={}, body=True)
+        result: Position = self._call(spec, {"id": id, "cursor": cursor})
+        return result
+
+    def read(self, *, id: str, after: Optional[str] = None, limit: Optional[int] = None, wait: Optional[str] = None) -> PollPage:
+        """Read a polling endpoint's messages after a cursor, in order, each with its signature headers; wait long-polls until one is published. (GET /api/v1/poll/{id})"""
+        spec = OpSpec("poll.read", "GET", "/api/v1/poll/{id}", query=("after", "limit", "wait", ), headers={}, body=False)
+        result: PollPage = self._call(spec, {"id": id, "after": after, "limit": limit, "wait": wait})
+        return result
+
+    def seek(self, *, id: str, at: Optional[str] = None, cursor: Optional[str] = None, event_id: Optional[str] = None) -> Position:
+        """Move the acknowledged position to a cursor, to just before an event's message (event_id) or a time (at, RFC 3339): a replay. Exactly one. (POST /api/v1/poll/{id}/seek)"""
+        spec = OpSpec("poll.seek", "POST", "/api/v1/poll/{id}/seek", query=(), headers={}, body=True)
+        result: Position = self._call(spec, {"id": id, "at": at, "cursor": cursor, "event_id": event_id})
+        return result
+
+    def stream(self, *, id: str, after: Optional[str] = None, last_event_id: Optional[str] = None) -> None:
+        """The polling endpoint's messages as Server-Sent Events: each event's id is its cursor, its data a PollMessage; a comment every 15 s while idle. Reconnect with Last-Event-ID to resume. (GET /api/v1/poll/{id}/stream)"""
+        spec = OpSpec("poll.stream", "GET", "/api/v1/poll/{id}/stream", query=("after", ), headers={"last_event_id": "Last-Event-ID"}, body=False)
+        self._call(spec, {"id": id, "after": after, "last_event_id": last_event_id})
+
+
 class PortalOps:
     """The portal ops."""
 
@@ -513,10 +644,22 @@ class PortalOps:
         result: PortalLink = self._call(spec, {"features": features, "locale": locale, "read_only": read_only, "return_url": return_url, "ttl": ttl})
         return result
 
+    def get_branding(self) -> Branding:
+        """The owner's portal branding: title, logo, accent colour, frame origins and language. (GET /api/admin/portal/branding)"""
+        spec = OpSpec("portal.get_branding", "GET", "/api/admin/portal/branding", query=(), headers={}, body=False)
+        result: Branding = self._call(spec, {})
+        return result
+
     def revoke_sessions(self) -> PortalRevoked:
         """End every portal session of the owner and spend its unused links. (POST /api/admin/portal/revoke_sessions)"""
         spec = OpSpec("portal.revoke_sessions", "POST", "/api/admin/portal/revoke_sessions", query=(), headers={}, body=False)
         result: PortalRevoked = self._call(spec, {})
+        return result
+
+    def update_branding(self, *, accent: Optional[Optional[str]] = None, frame_origins: Optional[Optional[list[str]]] = None, locale: Optional[Optional[str]] = None, logo_image: Optional[Optional[str]] = None, logo_url: Optional[Optional[str]] = None, title: Optional[Optional[str]] = None) -> Branding:
+        """Change the owner's portal branding (an owner's admin key may): title, logo (an https URL, or an uploaded image of at most 64 KiB), accent colour, frame origins, language. (PATCH /api/admin/portal/branding)"""
+        spec = OpSpec("portal.update_branding", "PATCH", "/api/admin/portal/branding", query=(), headers={}, body=True)
+        result: Branding = self._call(spec, {"accent": accent, "frame_origins": frame_origins, "locale": locale, "logo_image": logo_image, "logo_url": logo_url, "title": title})
         return result
 
 
@@ -545,10 +688,10 @@ class WebhooksOps:
         result: ActivityList = self._call(spec, {})
         return result
 
-    def create(self, *, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, url: str) -> EndpointView:
+    def create(self, *, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, url: Optional[str] = None) -> EndpointView:
         """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
         spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
+        result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
         return result
 
     def delete(self, *, id: str) -> None:
@@ -580,6 +723,11 @@ class WebhooksOps:
         result: EndpointView = self._call(spec, {"id": id})
         return result
 
+    def export_deliveries(self, *, id: str, state: Optional[str] = None, since: Optional[str] = None, until: Optional[str] = None) -> None:
+        """Stream the endpoint's deliveries as NDJSON: one delivery with its envelope a line, in constant memory (a dead-letter archive). (GET /api/admin/webhooks/{id}/deliveries/export)"""
+        spec = OpSpec("webhooks.export_deliveries", "GET", "/api/admin/webhooks/{id}/deliveries/export", query=("state", "since", "until", ), headers={}, body=False)
+        self._call(spec, {"id": id, "state": state, "since": since, "until": until})
+
     def get(self, *, id: str) -> EndpointView:
         """Get one endpoint. (GET /api/admin/webhooks/{id})"""
         spec = OpSpec("webhooks.get", "GET", "/api/admin/webhooks/{id}", query=(), headers={}, body=False)
@@ -590,6 +738,18 @@ class WebhooksOps:
         """List the owner's endpoints. (GET /api/admin/webhooks)"""
         spec = OpSpec("webhooks.list", "GET", "/api/admin/webhooks", query=(), headers={}, body=False)
         result: EndpointList = self._call(spec, {})
+        return result
+
+    def poll(self, *, id: str, after: Optional[str] = None, limit: Optional[int] = None) -> PollPage:
+        """Read a polling endpoint's messages after a cursor, in order (what GET /api/v1/poll/{id} answers its consumer, without waiting). (GET /api/admin/webhooks/{id}/poll)"""
+        spec = OpSpec("webhooks.poll", "GET", "/api/admin/webhooks/{id}/poll", query=("after", "limit", ), headers={}, body=False)
+        result: PollPage = self._call(spec, {"id": id, "after": after, "limit": limit})
+        return result
+
+    def poll_seek(self, *, id: str, at: Optional[str] = None, cursor: Optional[str] = None, event_id: Optional[str] = None) -> Position:
+        """Move a polling endpoint's acknowledged position: to a cursor, an event (replay from it) or a time. (POST /api/admin/webhooks/{id}/poll_seek)"""
+        spec = OpSpec("webhooks.poll_seek", "POST", "/api/admin/webhooks/{id}/poll_seek", query=(), headers={}, body=True)
+        result: Position = self._call(spec, {"id": id, "at": at, "cursor": cursor, "event_id": event_id})
         return result
 
     def recover(self, *, id: str, since: str, states: Optional[Optional[list[str]]] = None, until: Optional[str] = None) -> Recovered:
@@ -614,6 +774,12 @@ class WebhooksOps:
         """Make every pending delivery of the endpoint due now: retry backoff, Retry-After and the failing cooldown included. Answers how many were brought forward. (POST /api/admin/webhooks/{id}/retry_now)"""
         spec = OpSpec("webhooks.retry_now", "POST", "/api/admin/webhooks/{id}/retry_now", query=(), headers={}, body=False)
         result: RetriedNow = self._call(spec, {"id": id})
+        return result
+
+    def rotate_poll_token(self, *, id: str) -> PollTokenView:
+        """Give a polling endpoint a new poll token (shown in this answer only); the old one stops working at once. (POST /api/admin/webhooks/{id}/rotate_poll_token)"""
+        spec = OpSpec("webhooks.rotate_poll_token", "POST", "/api/admin/webhooks/{id}/rotate_poll_token", query=(), headers={}, body=False)
+        result: PollTokenView = self._call(spec, {"id": id})
         return result
 
     def rotate_secret(self, *, id: str, overlap: Optional[Optional[str]] = None) -> EndpointView:
@@ -641,7 +807,7 @@ class WebhooksOps:
         return result
 
 
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "BatchOut", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventType", "EventTypeList", "EventsPublishBatchEvents", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PortalLink", "PortalRevoked", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
 
 
 class Ops:
@@ -653,6 +819,7 @@ class Ops:
         self.events = EventsOps(call)
         self.grants = GrantsOps(call)
         self.owners = OwnersOps(call)
+        self.poll = PollOps(call)
         self.portal = PortalOps(call)
         self.tasks = TasksOps(call)
         self.webhooks = WebhooksOps(call)

@@ -10,8 +10,10 @@ export const OPERATIONS = [
   "event_types.list",
   "event_types.put",
   "events.get",
+  "events.list",
   "events.publish",
   "events.publish_batch",
+  "events.resend",
   "grants.create",
   "grants.delete",
   "grants.get",
@@ -24,8 +26,14 @@ export const OPERATIONS = [
   "owners.in_flight",
   "owners.list",
   "owners.update",
+  "poll.ack",
+  "poll.read",
+  "poll.seek",
+  "poll.stream",
   "portal.create_link",
+  "portal.get_branding",
   "portal.revoke_sessions",
+  "portal.update_branding",
   "tasks.get",
   "webhooks.activity",
   "webhooks.create",
@@ -34,12 +42,16 @@ export const OPERATIONS = [
   "webhooks.delivery",
   "webhooks.event_types",
   "webhooks.expire_old_secrets",
+  "webhooks.export_deliveries",
   "webhooks.get",
   "webhooks.list",
+  "webhooks.poll",
+  "webhooks.poll_seek",
   "webhooks.recover",
   "webhooks.recovery",
   "webhooks.redeliver",
   "webhooks.retry_now",
+  "webhooks.rotate_poll_token",
   "webhooks.rotate_secret",
   "webhooks.send_test",
   "webhooks.stats",
@@ -92,6 +104,26 @@ export interface ActivityList {
 
 export interface BatchOut {
   data: DeliveryPublished[] | null;
+}
+
+export interface Branding {
+  /** #rgb or #rrggbb */
+  accent?: string;
+  /** origins, besides the operator's, that may frame the portal */
+  frame_origins: string[] | null;
+  /** en or zh-Hans; none: the browser's */
+  locale?: string;
+  logo?: BrandingLogo | null;
+  /** an https URL of the logo (an uploaded logo is shown instead) */
+  logo_url?: string;
+  /** replaces hookd's name in the portal's header */
+  title?: string;
+}
+
+export interface BrandingLogo {
+  content_type: string;
+  size: number;
+  updated_at: string;
 }
 
 export interface Delivery {
@@ -165,6 +197,12 @@ export interface DeliveryRecovery {
   until: string;
 }
 
+export interface DeliveryResent {
+  disabled: string[] | null;
+  pending: string[] | null;
+  resent: string[] | null;
+}
+
 export interface EndpointList {
   data: EndpointView[] | null;
 }
@@ -193,10 +231,12 @@ export interface EndpointView {
   grant_status?: string;
   headers: { [key: string]: string };
   id: string;
+  kind: string;
   max_in_flight: number;
   old_keys_expire_at?: string | null;
   old_public_keys?: string[] | null;
   ordered: boolean;
+  poll_token?: string;
   public_key?: string;
   rate_limit: number;
   secret?: string;
@@ -213,6 +253,21 @@ export interface Event {
   occurred_at: string;
   subject?: string;
   tenant?: string;
+  type: string;
+}
+
+export interface EventList {
+  data: EventSummary[] | null;
+  next_cursor?: string;
+}
+
+export interface EventSummary {
+  id: string;
+  occurred_at: string;
+  /** when hookd took the event: the time the window filters */
+  published_at: string;
+  subject?: string;
+  test?: boolean;
   type: string;
 }
 
@@ -256,6 +311,22 @@ export interface EventsGetInput {
   id: string;
 }
 
+/** EventsListInput is the input of events.list. */
+export interface EventsListInput {
+  /** only events whose type matches this glob, e.g. invoice.* ('*' any run of characters) */
+  type?: string;
+  /** only events whose subject starts with this, e.g. invoice://inv_12 */
+  subject_prefix?: string;
+  /** RFC 3339: only events published at or after this time */
+  since?: string;
+  /** RFC 3339: only events published before this time (default now) */
+  until?: string;
+  /** at most this many (default 50, max 200) */
+  limit?: number;
+  /** the next_cursor of the previous page */
+  cursor?: string;
+}
+
 /** EventsPublishBatchEvents is a part of EventsPublishBatchInput. */
 export interface EventsPublishBatchEvents {
   /** the event's JSON payload */
@@ -289,6 +360,31 @@ export interface EventsPublishInput {
   tenant?: string;
   /** a registered event type */
   type: string;
+}
+
+/** EventsResendInput is the input of events.resend. */
+export interface EventsResendInput {
+  /** the event id (evt_…) */
+  id: string;
+  /** only these endpoints (the owner's, each one the event went to or one subscribed to its type now); default every endpoint it went to */
+  endpoint_ids?: string[] | null;
+}
+
+export interface ExportLine {
+  attempts: number;
+  created_at: string;
+  endpoint_id: string;
+  envelope?: { [key: string]: unknown };
+  event_id: string;
+  event_type: string;
+  finished_at?: string | null;
+  id: string;
+  job_id: number;
+  last_error?: string;
+  last_status?: number;
+  next_attempt_at?: string | null;
+  state: "pending" | "delivered" | "failed";
+  updated_at: string;
 }
 
 export interface GrantList {
@@ -430,6 +526,69 @@ export interface OwnersUpdateInput {
   profile?: string | null;
 }
 
+/** PollAckInput is the input of poll.ack. */
+export interface PollAckInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  cursor?: string;
+}
+
+export interface PollMessage {
+  /** the envelope, exactly as signed */
+  body: string;
+  /** the position just after this message: pass it as after, or ack it */
+  cursor: string;
+  event_id: string;
+  /** the signature headers' values, as a push would have sent them */
+  headers: { [key: string]: string };
+  /** the message id (the webhook-id: dedupe on it) */
+  id: string;
+  type: string;
+}
+
+export interface PollPage {
+  data: PollMessage[] | null;
+  /** pass it as after to read on */
+  next: string;
+}
+
+/** PollReadInput is the input of poll.read. */
+export interface PollReadInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  /** read after this cursor (default: the acknowledged position) */
+  after?: string;
+  /** at most this many (default 100, max 500) */
+  limit?: number;
+  /** long-poll: wait up to this long (e.g. 30s, at most 60s) for a message */
+  wait?: string;
+}
+
+/** PollSeekInput is the input of poll.seek. */
+export interface PollSeekInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  at?: string;
+  cursor?: string;
+  event_id?: string;
+}
+
+/** PollStreamInput is the input of poll.stream. */
+export interface PollStreamInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  /** start after this cursor (default: the acknowledged position) */
+  after?: string;
+  /** resume after this event id (a cursor); wins over after */
+  last_event_id?: string;
+}
+
+export interface PollTokenView {
+  id: string;
+  /** the new poll token, shown in this answer only; the old one stops working now */
+  poll_token: string;
+}
+
 /** PortalCreateLinkInput is the input of portal.create_link. */
 export interface PortalCreateLinkInput {
   /** what the portal offers, a subset of endpoints, event_types, deliveries, send_test, redeliver, recover, rotate_secret, grants; default every one the owner's profile has */
@@ -456,6 +615,27 @@ export interface PortalRevoked {
   links: number;
   /** portal sessions ended */
   sessions: number;
+}
+
+/** PortalUpdateBrandingInput is the input of portal.update_branding. */
+export interface PortalUpdateBrandingInput {
+  /** #rgb or #rrggbb; empty: hookd's colours */
+  accent?: string | null;
+  /** origins (https://app.example.com) that may frame the portal, replacing the list; [] clears it */
+  frame_origins?: string[] | null;
+  /** en or zh-Hans; empty: the browser's */
+  locale?: string | null;
+  /** base64 of a PNG, JPEG or WebP image of at most 64 KiB, which hookd serves; empty: remove the uploaded logo */
+  logo_image?: string | null;
+  /** an https URL of an image; empty: none */
+  logo_url?: string | null;
+  /** at most 80 characters; empty: hookd's name */
+  title?: string | null;
+}
+
+export interface Position {
+  /** the acknowledged position: a poll without after reads after it */
+  cursor: string;
 }
 
 export interface Recovered {
@@ -522,6 +702,8 @@ export interface WebhooksCreateInput {
   grant_id?: string;
   /** extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers) */
   headers?: { [key: string]: string };
+  /** http (default: hookd POSTs to url) or poll (no url: a consumer reads GET /api/v1/poll/{id} with the poll_token shown in this answer only) */
+  kind?: string;
   max_in_flight?: number;
   /** deliver in publish order, one at a time; a failing delivery holds back the ones after it until it succeeds or is discarded */
   ordered?: boolean;
@@ -531,8 +713,8 @@ export interface WebhooksCreateInput {
   signature?: string;
   /** send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd) */
   trace_context?: boolean;
-  /** absolute http(s) URL that receives the POSTs */
-  url: string;
+  /** absolute http(s) URL that receives the POSTs (none for kind poll) */
+  url?: string;
 }
 
 /** WebhooksDeleteInput is the input of webhooks.delete. */
@@ -572,10 +754,44 @@ export interface WebhooksExpireOldSecretsInput {
   id: string;
 }
 
+/** WebhooksExportDeliveriesInput is the input of webhooks.export_deliveries. */
+export interface WebhooksExportDeliveriesInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  /** failed (default), delivered, pending or all */
+  state?: string;
+  /** only deliveries created at or after this RFC 3339 time */
+  since?: string;
+  /** only deliveries created before this RFC 3339 time */
+  until?: string;
+}
+
 /** WebhooksGetInput is the input of webhooks.get. */
 export interface WebhooksGetInput {
   /** the endpoint id (ep_…) */
   id: string;
+}
+
+/** WebhooksPollInput is the input of webhooks.poll. */
+export interface WebhooksPollInput {
+  /** the polling endpoint's id (ep_…) */
+  id: string;
+  /** read after this cursor (default: the endpoint's acknowledged position) */
+  after?: string;
+  /** at most this many messages (default 100, max 500) */
+  limit?: number;
+}
+
+/** WebhooksPollSeekInput is the input of webhooks.poll_seek. */
+export interface WebhooksPollSeekInput {
+  /** the polling endpoint's id (ep_…) */
+  id: string;
+  /** replay from the first message written at or after this RFC 3339 time */
+  at?: string;
+  /** a cursor of this endpoint: the position to acknowledge */
+  cursor?: string;
+  /** replay from this event's message (evt_…) */
+  event_id?: string;
 }
 
 /** WebhooksRecoverInput is the input of webhooks.recover. */
@@ -604,6 +820,12 @@ export interface WebhooksRedeliverInput {
 
 /** WebhooksRetryNowInput is the input of webhooks.retry_now. */
 export interface WebhooksRetryNowInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+}
+
+/** WebhooksRotatePollTokenInput is the input of webhooks.rotate_poll_token. */
+export interface WebhooksRotatePollTokenInput {
   /** the endpoint id (ep_…) */
   id: string;
 }
@@ -687,12 +909,18 @@ export abstract class Ops {
     /** Get one published event. (GET /api/v1/events/{id}) */
     get: (input: EventsGetInput, options?: CallOptions): Promise<Event> =>
       this.call<Event>({ op: "events.get", method: "GET", path: "/api/v1/events/{id}", query: [], headers: {}, body: false }, input, options),
+    /** The owner's events, newest first, filtered by type glob, subject prefix and publish-time window; a cursor pages on. (GET /api/v1/events) */
+    list: (input: EventsListInput = {}, options?: CallOptions): Promise<EventList> =>
+      this.call<EventList>({ op: "events.list", method: "GET", path: "/api/v1/events", query: ["type", "subject_prefix", "since", "until", "limit", "cursor"], headers: {}, body: false }, input, options),
     /** Publish one event; it fans out to every subscribed endpoint. (POST /api/v1/events) */
     publish: (input: EventsPublishInput, options?: CallOptions): Promise<DeliveryPublished> =>
       this.call<DeliveryPublished>({ op: "events.publish", method: "POST", path: "/api/v1/events", query: [], headers: { idempotency_key: "Idempotency-Key" }, body: true }, input, options),
     /** Publish up to 1,000 events in one transaction (all or none). (POST /api/v1/events/batch) */
     publishBatch: (input: EventsPublishBatchInput, options?: CallOptions): Promise<BatchOut> =>
       this.call<BatchOut>({ op: "events.publish_batch", method: "POST", path: "/api/v1/events/batch", query: [], headers: {}, body: true }, input, options),
+    /** Send one event again to the endpoints it went to (or the ones named): finished deliveries are re-enqueued with a fresh attempt budget, pending ones left be. (POST /api/v1/events/{id}/resend) */
+    resend: (input: EventsResendInput, options?: CallOptions): Promise<DeliveryResent> =>
+      this.call<DeliveryResent>({ op: "events.resend", method: "POST", path: "/api/v1/events/{id}/resend", query: [], headers: {}, body: true }, input, options),
   };
 
   /** The grants ops. */
@@ -739,14 +967,36 @@ export abstract class Ops {
       this.call<Owner>({ op: "owners.update", method: "PATCH", path: "/api/admin/owners/{id}", query: [], headers: {}, body: true }, input, options),
   };
 
+  /** The poll ops. */
+  readonly poll = {
+    /** Acknowledge up to a cursor: the acknowledged position moves on (never back) and a poll without after reads after it. (POST /api/v1/poll/{id}/ack) */
+    ack: (input: PollAckInput, options?: CallOptions): Promise<Position> =>
+      this.call<Position>({ op: "poll.ack", method: "POST", path: "/api/v1/poll/{id}/ack", query: [], headers: {}, body: true }, input, options),
+    /** Read a polling endpoint's messages after a cursor, in order, each with its signature headers; wait long-polls until one is published. (GET /api/v1/poll/{id}) */
+    read: (input: PollReadInput, options?: CallOptions): Promise<PollPage> =>
+      this.call<PollPage>({ op: "poll.read", method: "GET", path: "/api/v1/poll/{id}", query: ["after", "limit", "wait"], headers: {}, body: false }, input, options),
+    /** Move the acknowledged position to a cursor, to just before an event's message (event_id) or a time (at, RFC 3339): a replay. Exactly one. (POST /api/v1/poll/{id}/seek) */
+    seek: (input: PollSeekInput, options?: CallOptions): Promise<Position> =>
+      this.call<Position>({ op: "poll.seek", method: "POST", path: "/api/v1/poll/{id}/seek", query: [], headers: {}, body: true }, input, options),
+    /** The polling endpoint's messages as Server-Sent Events: each event's id is its cursor, its data a PollMessage; a comment every 15 s while idle. Reconnect with Last-Event-ID to resume. (GET /api/v1/poll/{id}/stream) */
+    stream: (input: PollStreamInput, options?: CallOptions): Promise<void> =>
+      this.call<void>({ op: "poll.stream", method: "GET", path: "/api/v1/poll/{id}/stream", query: ["after"], headers: { last_event_id: "Last-Event-ID" }, body: false }, input, options),
+  };
+
   /** The portal ops. */
   readonly portal = {
     /** Make a one-time link that opens the owner's webhook portal (embeddable), limited to features, optionally read-only. (POST /api/admin/portal/links) */
     createLink: (input: PortalCreateLinkInput = {}, options?: CallOptions): Promise<PortalLink> =>
       this.call<PortalLink>({ op: "portal.create_link", method: "POST", path: "/api/admin/portal/links", query: [], headers: {}, body: true }, input, options),
+    /** The owner's portal branding: title, logo, accent colour, frame origins and language. (GET /api/admin/portal/branding) */
+    getBranding: (options?: CallOptions): Promise<Branding> =>
+      this.call<Branding>({ op: "portal.get_branding", method: "GET", path: "/api/admin/portal/branding", query: [], headers: {}, body: false }, undefined, options),
     /** End every portal session of the owner and spend its unused links. (POST /api/admin/portal/revoke_sessions) */
     revokeSessions: (options?: CallOptions): Promise<PortalRevoked> =>
       this.call<PortalRevoked>({ op: "portal.revoke_sessions", method: "POST", path: "/api/admin/portal/revoke_sessions", query: [], headers: {}, body: false }, undefined, options),
+    /** Change the owner's portal branding (an owner's admin key may): title, logo (an https URL, or an uploaded image of at most 64 KiB), accent colour, frame origins, language. (PATCH /api/admin/portal/branding) */
+    updateBranding: (input: PortalUpdateBrandingInput = {}, options?: CallOptions): Promise<Branding> =>
+      this.call<Branding>({ op: "portal.update_branding", method: "PATCH", path: "/api/admin/portal/branding", query: [], headers: {}, body: true }, input, options),
   };
 
   /** The tasks ops. */
@@ -779,12 +1029,21 @@ export abstract class Ops {
     /** End a rotation's overlap now: deliveries stop carrying the old keys' signatures. (POST /api/admin/webhooks/{id}/expire_old_secrets) */
     expireOldSecrets: (input: WebhooksExpireOldSecretsInput, options?: CallOptions): Promise<EndpointView> =>
       this.call<EndpointView>({ op: "webhooks.expire_old_secrets", method: "POST", path: "/api/admin/webhooks/{id}/expire_old_secrets", query: [], headers: {}, body: false }, input, options),
+    /** Stream the endpoint's deliveries as NDJSON: one delivery with its envelope a line, in constant memory (a dead-letter archive). (GET /api/admin/webhooks/{id}/deliveries/export) */
+    exportDeliveries: (input: WebhooksExportDeliveriesInput, options?: CallOptions): Promise<void> =>
+      this.call<void>({ op: "webhooks.export_deliveries", method: "GET", path: "/api/admin/webhooks/{id}/deliveries/export", query: ["state", "since", "until"], headers: {}, body: false }, input, options),
     /** Get one endpoint. (GET /api/admin/webhooks/{id}) */
     get: (input: WebhooksGetInput, options?: CallOptions): Promise<EndpointView> =>
       this.call<EndpointView>({ op: "webhooks.get", method: "GET", path: "/api/admin/webhooks/{id}", query: [], headers: {}, body: false }, input, options),
     /** List the owner's endpoints. (GET /api/admin/webhooks) */
     list: (options?: CallOptions): Promise<EndpointList> =>
       this.call<EndpointList>({ op: "webhooks.list", method: "GET", path: "/api/admin/webhooks", query: [], headers: {}, body: false }, undefined, options),
+    /** Read a polling endpoint's messages after a cursor, in order (what GET /api/v1/poll/{id} answers its consumer, without waiting). (GET /api/admin/webhooks/{id}/poll) */
+    poll: (input: WebhooksPollInput, options?: CallOptions): Promise<PollPage> =>
+      this.call<PollPage>({ op: "webhooks.poll", method: "GET", path: "/api/admin/webhooks/{id}/poll", query: ["after", "limit"], headers: {}, body: false }, input, options),
+    /** Move a polling endpoint's acknowledged position: to a cursor, an event (replay from it) or a time. (POST /api/admin/webhooks/{id}/poll_seek) */
+    pollSeek: (input: WebhooksPollSeekInput, options?: CallOptions): Promise<Position> =>
+      this.call<Position>({ op: "webhooks.poll_seek", method: "POST", path: "/api/admin/webhooks/{id}/poll_seek", query: [], headers: {}, body: true }, input, options),
     /** Re-send the endpoint's deliveries created in a time window (failed ones by default) with a fresh attempt budget; a window over 1000 deliveries runs in the background. (POST /api/admin/webhooks/{id}/recover) */
     recover: (input: WebhooksRecoverInput, options?: CallOptions): Promise<Recovered> =>
       this.call<Recovered>({ op: "webhooks.recover", method: "POST", path: "/api/admin/webhooks/{id}/recover", query: [], headers: {}, body: true }, input, options),
@@ -797,6 +1056,9 @@ export abstract class Ops {
     /** Make every pending delivery of the endpoint due now: retry backoff, Retry-After and the failing cooldown included. Answers how many were brought forward. (POST /api/admin/webhooks/{id}/retry_now) */
     retryNow: (input: WebhooksRetryNowInput, options?: CallOptions): Promise<RetriedNow> =>
       this.call<RetriedNow>({ op: "webhooks.retry_now", method: "POST", path: "/api/admin/webhooks/{id}/retry_now", query: [], headers: {}, body: false }, input, options),
+    /** Give a polling endpoint a new poll token (shown in this answer only); the old one stops working at once. (POST /api/admin/webhooks/{id}/rotate_poll_token) */
+    rotatePollToken: (input: WebhooksRotatePollTokenInput, options?: CallOptions): Promise<PollTokenView> =>
+      this.call<PollTokenView>({ op: "webhooks.rotate_poll_token", method: "POST", path: "/api/admin/webhooks/{id}/rotate_poll_token", query: [], headers: {}, body: false }, input, options),
     /** Give the endpoint new keys; a new secret is shown in this answer only. The old keys keep signing beside the new ones for the overlap (default 24h, at most 7d, 0 for none). (POST /api/admin/webhooks/{id}/rotate_secret) */
     rotateSecret: (input: WebhooksRotateSecretInput, options?: CallOptions): Promise<EndpointView> =>
       this.call<EndpointView>({ op: "webhooks.rotate_secret", method: "POST", path: "/api/admin/webhooks/{id}/rotate_secret", query: [], headers: {}, body: true }, input, options),
