@@ -31,6 +31,7 @@ const (
 	DefaultRescueStuckJobsAfter = time.Minute
 	DefaultBusySnooze           = delivery.DefaultBusySnooze
 	DefaultRetention            = delivery.DefaultRetention
+	DefaultAuditRetention       = delivery.DefaultAuditRetention
 	DefaultDrainMax             = delivery.DefaultDrainMax
 	DefaultOwnerShare           = delivery.DefaultOwnerShare
 	DefaultSlowAfter            = delivery.DefaultSlowAfter
@@ -109,6 +110,9 @@ type Config struct {
 	// Retention keeps finished deliveries and events this long
 	// (DefaultRetention).
 	Retention time.Duration
+	// AuditRetention keeps audit records this long
+	// (DefaultAuditRetention, one year).
+	AuditRetention time.Duration
 
 	// The timeouts, which must nest: HTTPTimeout < JobTimeout < LeaseFor,
 	// and JobTimeout < RescueStuckJobsAfter (Validate checks it).
@@ -169,6 +173,7 @@ func (c Config) withDefaults() Config {
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
 	c.BusySnooze = cmp.Or(c.BusySnooze, DefaultBusySnooze)
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	c.DrainMax = cmp.Or(c.DrainMax, DefaultDrainMax)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -205,6 +210,7 @@ func (c Config) Validate() error {
 		{"BusySnooze", "", c.BusySnooze},
 		{"SlowAfter", "--slow-after", c.SlowAfter},
 		{"Retention", "", c.Retention},
+		{"AuditRetention", "--audit-retention", c.AuditRetention},
 		{"FetchCooldown", "", c.FetchCooldown},
 		{"FetchPollInterval", "", c.FetchPollInterval},
 	} {

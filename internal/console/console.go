@@ -126,6 +126,7 @@ func (c *Console) routes() error {
 	m.Handle("POST /admin/grants/{id}/revoke", c.authed(c.grantAction("revoke")))
 	m.Handle("POST /admin/grants/{id}/delete", c.authed(c.grantAction("delete")))
 	m.Handle("GET /admin/workers", c.authed(c.workers))
+	m.Handle("GET /admin/audit", c.authed(c.audit))
 	m.Handle("GET /admin/tasks", c.authed(c.task))
 	m.Handle("/admin/tasks/", c.authed(c.riverUI))
 	m.HandleFunc("GET /portal/{link}", c.openLink)

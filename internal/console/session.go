@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -27,10 +28,12 @@ type session struct {
 	csrf string
 	// portal is set for a portal session (nil: a console sign-in).
 	portal *portalSession
+	// actor is who the audit log names for the session's changes.
+	actor audit.Actor
 }
 
 func (s *session) principal() ops.Principal {
-	return ops.Principal{KeyID: s.KeyID, Role: s.Role, OwnerID: s.OwnerID}
+	return ops.Principal{KeyID: s.KeyID, Role: s.Role, OwnerID: s.OwnerID, Actor: s.actor}
 }
 
 func (s *session) operator() bool { return s.Role == owner.Operator }
@@ -108,7 +111,8 @@ func (c *Console) session(r *http.Request) (*session, error) {
 		}
 		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)
 	}
-	return &session{Session: st, hash: hash, csrf: csrfToken(ck.Value)}, nil
+	return &session{Session: st, hash: hash, csrf: csrfToken(ck.Value),
+		actor: audit.Actor{Kind: audit.KindConsole, ID: st.KeyID, Remote: r.RemoteAddr}}, nil
 }
 
 // checkOrigin refuses a state change whose Origin (or, without one, whose
