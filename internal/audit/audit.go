@@ -108,12 +108,16 @@ func SetResource(ctx context.Context, id string) {
 
 // Before records the resource as it was before the change (an update reads
 // it in its transaction): its JSON fields become the changes' old values.
-func Before(ctx context.Context, v any) { snapshot(ctx, v, func(p *Pending) *map[string]any { return &p.before }) }
+func Before(ctx context.Context, v any) {
+	snapshot(ctx, v, func(p *Pending) *map[string]any { return &p.before })
+}
 
 // After records the resource as the change leaves it, before the
 // transaction commits: with Before, the changes are every field that
 // differs.
-func After(ctx context.Context, v any) { snapshot(ctx, v, func(p *Pending) *map[string]any { return &p.after }) }
+func After(ctx context.Context, v any) {
+	snapshot(ctx, v, func(p *Pending) *map[string]any { return &p.after })
+}
 
 // snapshot stores v's fields, read now, where field says.
 func snapshot(ctx context.Context, v any, field func(*Pending) *map[string]any) {
