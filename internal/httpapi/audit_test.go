@@ -143,6 +143,10 @@ func TestAuditLog(t *testing.T) {
 				t.Errorf("webhooks.update changes %+v: want description '' → audited, and headers", upd.Changes)
 			}
 
+			if strings.Contains(w.logs.String(), "audit record written after the change") {
+				t.Error("an op changed state outside a transaction, so its audit record was not atomic with it (see the log)")
+			}
+
 			// A failed op leaves no record.
 			n := len(auditRecords(t, w.h.DB))
 			bad := w.rest(w.op("webhooks.update"), alice, "", map[string]any{"id": w.bob.endpoint, "description": "x"})
