@@ -2,6 +2,7 @@ package hookd
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 )
 
@@ -31,6 +33,7 @@ const (
 	DefaultRescueStuckJobsAfter = time.Minute
 	DefaultBusySnooze           = delivery.DefaultBusySnooze
 	DefaultRetention            = delivery.DefaultRetention
+	DefaultAuditRetention       = delivery.DefaultAuditRetention
 	DefaultDrainMax             = delivery.DefaultDrainMax
 	DefaultOwnerShare           = delivery.DefaultOwnerShare
 	DefaultSlowAfter            = delivery.DefaultSlowAfter
@@ -111,6 +114,15 @@ type Config struct {
 	// Retention keeps finished deliveries and events this long
 	// (DefaultRetention).
 	Retention time.Duration
+	// OIDC turns on console sign-in through the company's identity
+	// provider (nil: off; docs/operations/signin.md).
+	OIDC *OIDCConfig
+	// ConsoleKeySigninOff refuses console sign-in with an API key (the
+	// identity provider is then the only way in).
+	ConsoleKeySigninOff bool
+	// AuditRetention keeps audit records this long
+	// (DefaultAuditRetention, one year).
+	AuditRetention time.Duration
 
 	// The timeouts, which must nest: HTTPTimeout < JobTimeout < LeaseFor,
 	// and JobTimeout < RescueStuckJobsAfter (Validate checks it).
@@ -171,6 +183,7 @@ func (c Config) withDefaults() Config {
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
 	c.BusySnooze = cmp.Or(c.BusySnooze, DefaultBusySnooze)
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	c.DrainMax = cmp.Or(c.DrainMax, DefaultDrainMax)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -191,6 +204,9 @@ func (c Config) Validate() error {
 	if len(c.MasterKey) != 32 {
 		return fmt.Errorf("master key is %d bytes, want 32 (HOOKD_MASTER_KEY or --master-key-file)", len(c.MasterKey))
 	}
+	if err := c.validateSignin(); err != nil {
+		return err
+	}
 	for _, o := range c.PortalFrameOrigins {
 		if _, err := ops.PortalFrameOrigin(o); err != nil {
 			return fmt.Errorf("portal frame origins: %s", apperr.MessageOf(err))
@@ -207,6 +223,7 @@ func (c Config) Validate() error {
 		{"BusySnooze", "", c.BusySnooze},
 		{"SlowAfter", "--slow-after", c.SlowAfter},
 		{"Retention", "", c.Retention},
+		{"AuditRetention", "--audit-retention", c.AuditRetention},
 		{"FetchCooldown", "", c.FetchCooldown},
 		{"FetchPollInterval", "", c.FetchPollInterval},
 	} {
@@ -277,4 +294,49 @@ func label(field, flag string) string {
 		return field
 	}
 	return field + " (" + flag + ")"
+}
+
+// OIDCConfig is console sign-in through an OpenID Connect provider: the
+// authorization-code flow with PKCE, its state and nonce checked. The
+// user's claims decide the role; a user whose claims map to none is
+// refused.
+type OIDCConfig struct {
+	Issuer, ClientID, ClientSecret string
+	// RedirectURL is the callback registered with the provider (default:
+	// the origin the browser reached + the console's prefix +
+	// /admin/oidc/callback).
+	RedirectURL string
+	// Claim is the claim whose values map to roles (default "groups").
+	Claim string
+	// OperatorValues are the claim values that make an operator.
+	OperatorValues []string
+	// AdminValues map a claim value to the owner whose admin it makes.
+	AdminValues map[string]string
+}
+
+// validateSignin checks the console's ways in: OIDC needs an issuer, a
+// client id and at least one claim value mapped to a role; API key
+// sign-in may be off only with OIDC on.
+func (c Config) validateSignin() error {
+	o := c.OIDC
+	if o == nil {
+		if c.ConsoleKeySigninOff {
+			return errors.New("console API key sign-in is off and no identity provider is set: nobody could sign in (set --oidc-issuer or drop --console-api-key-signin=false)")
+		}
+		return nil
+	}
+	switch {
+	case o.Issuer == "":
+		return errors.New("OIDC needs an issuer URL (--oidc-issuer, HOOKD_OIDC_ISSUER)")
+	case o.ClientID == "":
+		return errors.New("OIDC needs a client id (--oidc-client-id, HOOKD_OIDC_CLIENT_ID)")
+	case len(o.OperatorValues) == 0 && len(o.AdminValues) == 0:
+		return errors.New("OIDC maps no claim value to a role: nobody could sign in (--oidc-operator-group or --oidc-admin-group VALUE=OWNER)")
+	}
+	for v, ownerID := range o.AdminValues {
+		if err := owner.ValidateID(ownerID); err != nil {
+			return fmt.Errorf("--oidc-admin-group %s=%s: %s", v, ownerID, apperr.MessageOf(err))
+		}
+	}
+	return nil
 }

@@ -38,6 +38,13 @@ func TestConfigValidate(t *testing.T) {
 		{"negative slow after", hookd.Config{MasterKey: key, SlowAfter: -time.Second}, "SlowAfter (--slow-after) -1s is negative"},
 		{"unknown profile", hookd.Config{MasterKey: key, DefaultProfile: "svix"}, "DefaultProfile (--default-profile)"},
 		{"bad type", hookd.Config{MasterKey: key, EventTypes: []hookd.EventType{{Name: "Order Created"}}}, `event type "Order Created" is not valid`},
+		{"negative audit retention", hookd.Config{MasterKey: key, AuditRetention: -time.Hour}, "AuditRetention (--audit-retention) -1h0m0s is negative"},
+		{"key signin off alone", hookd.Config{MasterKey: key, ConsoleKeySigninOff: true}, "nobody could sign in (set --oidc-issuer"},
+		{"oidc no issuer", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{ClientID: "hookd", OperatorValues: []string{"ops"}}}, "OIDC needs an issuer URL (--oidc-issuer"},
+		{"oidc no client", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", OperatorValues: []string{"ops"}}}, "OIDC needs a client id (--oidc-client-id"},
+		{"oidc no role", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd"}}, "OIDC maps no claim value to a role"},
+		{"oidc bad owner", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd", AdminValues: map[string]string{"team": "no such owner!"}}}, "--oidc-admin-group team=no such owner!"},
+		{"oidc only", hookd.Config{MasterKey: key, ConsoleKeySigninOff: true, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd", AdminValues: map[string]string{"team": "acme"}}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package hookd
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
@@ -88,5 +89,14 @@ func (h *Hookd) console(prefix string) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return console.New(console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")})
+	cc := console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins,
+		NoKeySignin: h.cfg.ConsoleKeySigninOff, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")}
+	if o := h.cfg.OIDC; o != nil {
+		// Every process seals the flow's cookies alike: the callback may
+		// reach another one than the sign-in did.
+		key := sha256.Sum256(append([]byte("hookd console oidc:"), h.cfg.MasterKey...))
+		cc.OIDC = console.OIDC{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL,
+			Claim: o.Claim, OperatorValues: o.OperatorValues, AdminValues: o.AdminValues, CookieKey: key[:]}
+	}
+	return console.New(cc)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/cliflag"
+	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 )
 
@@ -76,6 +77,7 @@ func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fs.Errorf("--owner is required for %s keys", role)
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		ctx := app.Ops.ByCLI(ctx, "api_keys.create", *ownerID, "hookd apikey create", &ops.CreateAPIKeyIn{Role: role})
 		k, err := app.Ops.CreateKey(ctx, *ownerID, role)
 		if err != nil {
 			return err
@@ -179,6 +181,7 @@ func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		ctx := app.Ops.ByCLI(ctx, "owners.create", pos[0], "hookd owner create", &ops.CreateOwnerIn{ID: pos[0], Profile: *profileName, Attributes: attrs})
 		o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
 		if err != nil {
 			return err

@@ -8,8 +8,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/profile"
@@ -106,6 +108,10 @@ func catalogRemove(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
+		// A catalog change is an admin change: its record goes in the
+		// same transaction (there is no op for it: only the CLI makes it).
+		ctx, _ := audit.Start(ctx, audit.Record{At: time.Now().UTC(), Actor: audit.Actor{Kind: audit.KindCLI, Name: "hookd catalog remove"},
+			Op: "catalog.remove", Resource: "catalog", ResourceID: "shared", Changes: []audit.Change{{Field: "event_types", Old: names}}}, nil)
 		err := app.DB.InTx(ctx, func(q *store.Q) error { return q.RemoveSharedEventTypes(ctx, names) })
 		if err != nil {
 			return err

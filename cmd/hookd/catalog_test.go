@@ -155,6 +155,28 @@ func checkCatalogSurvives(t *testing.T, together bool, nodes catalogNodes) {
 	if slices.Contains(names, "booking.created") || len(names) != 41 {
 		t.Fatalf("after removing booking.created: %d types %v", len(names), names)
 	}
+
+	// The commands' changes are in the audit log, by the CLI: the key's
+	// creation in acme's, the removal (server-wide) in the operators'.
+	var records struct {
+		Data []struct {
+			Op    string
+			Actor struct{ Kind, Name string }
+		}
+	}
+	catalogCall(t, second, key, "GET", "/api/admin/audit?op=api_keys.create", nil, 200, &records)
+	if len(records.Data) != 1 || records.Data[0].Actor.Kind != "cli" || records.Data[0].Actor.Name != "hookd apikey create" {
+		t.Errorf("acme's audit records of api_keys.create: %+v, want one by the CLI", records.Data)
+	}
+	out, err = nodes.admin(t, "apikey", "create", "--role", "operator")
+	if err != nil {
+		t.Fatalf("hookd apikey create --role operator: %v\n%s", err, out)
+	}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	catalogCall(t, second, lines[len(lines)-1], "GET", "/api/admin/audit?op=catalog.remove", nil, 200, &records)
+	if len(records.Data) != 1 || records.Data[0].Actor.Kind != "cli" {
+		t.Errorf("the audit records of catalog.remove: %+v, want one by the CLI", records.Data)
+	}
 }
 
 func catalogCall(t *testing.T, base, key, method, path string, body any, want int, out any) {

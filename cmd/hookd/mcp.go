@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/mcpserver"
@@ -59,7 +60,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	caller := func(ctx context.Context) (ops.Principal, error) {
 		if *key == "" {
-			return app.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator}, *ownerName)
+			return app.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator, Actor: audit.Actor{Kind: audit.KindMCP, ID: "local", Name: "hookd mcp (stdio)"}}, *ownerName)
 		}
 		return app.API.Authenticate(ctx, "Bearer "+*key, *ownerName)
 	}

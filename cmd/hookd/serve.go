@@ -76,6 +76,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
 	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
 	ownerShare := fs.Float64("owner-share", hookd.DefaultOwnerShare, "the part of the healthy lane's workers (and of the slow lane's, for slow endpoints) one owner may hold; the rest go to the slow lane or wait, spending no attempt (1: no cap)")
+	auditRetention := fs.String("audit-retention", envOr("HOOKD_AUDIT_RETENTION", hookd.DefaultAuditRetention.String()), "keep audit records this long, e.g. 8760h (deliveries and events have their own, shorter retention) (env HOOKD_AUDIT_RETENTION)")
+	var signin signinFlags
+	signin.register(fs.FlagSet)
 	slowAfter := fs.Duration("slow-after", hookd.DefaultSlowAfter, "an endpoint whose attempt took this long (a timeout included) gets its deliveries in the slow lane, until one answers faster")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
 	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")
@@ -114,6 +117,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	cfg.PortalFrameOrigins = ops.SplitOrigins(*frameOrigins)
 	cfg.Work = *role != "api"
 	cfg.Workers, cfg.SlowWorkers, cfg.OwnerShare, cfg.SlowAfter = *workers, *slowWorkers, *ownerShare, *slowAfter
+	if cfg.AuditRetention, err = time.ParseDuration(*auditRetention); err != nil {
+		return fs.Errorf("--audit-retention %q: a duration, e.g. 8760h for a year", *auditRetention)
+	}
+	if err := signin.apply(&cfg); err != nil {
+		return fs.Errorf("%v", err)
+	}
 	cfg.RescueStuckJobsAfter = *rescue
 	cfg.DefaultProfile = *profileName
 	cfg.MetricsOwnerLabels = *ownerLabels

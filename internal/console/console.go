@@ -46,8 +46,13 @@ type Config struct {
 	FrameOrigins []string
 	// SessionTTL is how long a session lasts (default 12 h).
 	SessionTTL time.Duration
-	Now        func() time.Time
-	Log        *slog.Logger
+	// OIDC turns on sign-in through the identity provider (oidc.go).
+	OIDC OIDC
+	// NoKeySignin turns API key sign-in off (with OIDC on, the provider is
+	// then the only way in).
+	NoKeySignin bool
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 // Console is the web page.
@@ -56,6 +61,7 @@ type Console struct {
 	pages  *pages
 	mux    *http.ServeMux
 	portal *http.ServeMux
+	oidc   oidcFlow
 }
 
 // New builds the console.
@@ -97,6 +103,10 @@ func (c *Console) routes() error {
 	m.HandleFunc("GET /admin", toAdmin)
 	m.HandleFunc("GET /admin/signin", c.signinPage)
 	m.HandleFunc("POST /admin/signin", c.signin)
+	if c.oidcOn() {
+		m.HandleFunc("GET /admin/oidc/signin", c.oidcSignin)
+		m.HandleFunc("GET "+oidcCallback, c.oidcCallbackHandler)
+	}
 	m.Handle("POST /admin/signout", c.authed(c.signout))
 	m.Handle("POST /admin/owner", c.authed(c.switchOwner))
 	m.Handle("GET /admin/{$}", c.authed(c.home))
@@ -133,6 +143,7 @@ func (c *Console) routes() error {
 	m.Handle("POST /admin/grants/{id}/revoke", c.authed(c.grantAction("revoke")))
 	m.Handle("POST /admin/grants/{id}/delete", c.authed(c.grantAction("delete")))
 	m.Handle("GET /admin/workers", c.authed(c.workers))
+	m.Handle("GET /admin/audit", c.authed(c.audit))
 	m.Handle("GET /admin/tasks", c.authed(c.task))
 	m.Handle("/admin/tasks/", c.authed(c.riverUI))
 	m.HandleFunc("GET /portal/{link}", c.openLink)

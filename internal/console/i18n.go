@@ -225,5 +225,7 @@ func funcsFor(l *locale, now func() time.Time) template.FuncMap {
 		"lang": l.Lang,
 		"join": strings.Join,
 		"rfc":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		// auditValue shows an audit change's value (audit.go).
+		"auditValue": auditValue,
 	}
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -226,6 +228,9 @@ func (c *Console) servePortal(w http.ResponseWriter, r *http.Request) {
 		Session: &store.Session{KeyID: "portal", Role: owner.Admin, KeyOwner: g.OwnerID, OwnerID: g.OwnerID, ExpiresAt: g.ExpiresAt},
 		csrf:    csrfToken("portal:" + token),
 		portal:  p,
+		// The session's token is a credential: the record names the
+		// session by a prefix of its hash, which the database holds anyway.
+		actor: audit.Actor{Kind: audit.KindPortal, ID: "ps_" + hex.EncodeToString(hashPortalSession(token)[:6]), Name: g.OwnerID, Remote: r.RemoteAddr},
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if err := c.checkForm(r, s); err != nil {

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -27,10 +29,12 @@ type session struct {
 	csrf string
 	// portal is set for a portal session (nil: a console sign-in).
 	portal *portalSession
+	// actor is who the audit log names for the session's changes.
+	actor audit.Actor
 }
 
 func (s *session) principal() ops.Principal {
-	return ops.Principal{KeyID: s.KeyID, Role: s.Role, OwnerID: s.OwnerID}
+	return ops.Principal{KeyID: s.KeyID, Role: s.Role, OwnerID: s.OwnerID, Actor: s.actor}
 }
 
 func (s *session) operator() bool { return s.Role == owner.Operator }
@@ -108,7 +112,11 @@ func (c *Console) session(r *http.Request) (*session, error) {
 		}
 		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)
 	}
-	return &session{Session: st, hash: hash, csrf: csrfToken(ck.Value)}, nil
+	actor := audit.Actor{Kind: audit.KindConsole, ID: st.KeyID, Remote: r.RemoteAddr}
+	if st.Subject != "" {
+		actor = audit.Actor{Kind: audit.KindOIDC, ID: st.Subject, Name: st.User, Remote: r.RemoteAddr}
+	}
+	return &session{Session: st, hash: hash, csrf: csrfToken(ck.Value), actor: actor}, nil
 }
 
 // checkOrigin refuses a state change whose Origin (or, without one, whose
@@ -136,6 +144,14 @@ func secureRequest(r *http.Request) bool {
 
 type signinData struct {
 	Next, Error string
+	// Refused says why the identity provider's sign-in was refused.
+	Refused string
+	// OIDC offers the identity provider; KeySignin the API key form.
+	OIDC, KeySignin bool
+}
+
+func (c *Console) signinData(next, keyError, refused string) signinData {
+	return signinData{Next: next, Error: keyError, Refused: refused, OIDC: c.oidcOn(), KeySignin: !c.cfg.NoKeySignin}
 }
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +159,7 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "signin", nil, msg("title.signin"), signinData{Next: r.URL.Query().Get("next")})
+	c.render(w, r, http.StatusOK, "signin", nil, msg("title.signin"), c.signinData(r.URL.Query().Get("next"), "", ""))
 }
 
 // signin starts a session from an API key of role admin or operator.
@@ -151,7 +167,11 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
 	l := c.localeOf(r, nil)
 	again := func(status int, says string) {
-		c.render(w, r, status, "signin", nil, msg("title.signin"), signinData{Next: next, Error: says})
+		c.render(w, r, status, "signin", nil, msg("title.signin"), c.signinData(next, says, ""))
+	}
+	if c.cfg.NoKeySignin {
+		again(http.StatusForbidden, l.T("signin.err.keys_off"))
+		return
 	}
 	if err := checkOrigin(r); err != nil {
 		again(http.StatusForbidden, l.Err(err))
@@ -178,27 +198,37 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusForbidden, l.T("signin.err.role", l.T("role."+string(k.Role))))
 		return
 	}
+	started := c.startSession(w, r, k.Role, k.OwnerID, func(hash []byte, ownerID string, now time.Time) error {
+		return c.cfg.DB.Q().CreateSession(ctx, hash, k.ID, ownerID, now, now.Add(c.cfg.SessionTTL))
+	})
+	if started {
+		http.Redirect(w, r, c.safeNext(next), http.StatusSeeOther)
+	}
+}
+
+// startSession makes a session token, stores the session with save (the
+// token's hash, the owner it acts on: an operator's first), and gives the
+// browser its cookie; false when that failed (answered already). Expired
+// sessions go when anyone signs in: no job of their own.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, role owner.Role, ownerID string, save func(hash []byte, ownerID string, now time.Time) error) bool {
 	token, err := newToken()
 	if err != nil {
 		c.fail(w, r, nil, err)
-		return
+		return false
 	}
-	now := c.cfg.Now()
-	ownerID := k.OwnerID
-	if k.Role == owner.Operator {
-		ownerID = c.firstOwner(ctx)
+	if role == owner.Operator {
+		ownerID = c.firstOwner(r.Context())
 	}
-	if err := c.cfg.DB.Q().CreateSession(ctx, hashToken(token), k.ID, ownerID, now, now.Add(c.cfg.SessionTTL)); err != nil {
+	if err := save(hashToken(token), ownerID, c.cfg.Now()); err != nil {
 		c.fail(w, r, nil, err)
-		return
+		return false
 	}
-	// Expired sessions go when anyone signs in: no job of their own.
-	if _, err := c.cfg.DB.Q().PruneSessions(ctx, now); err != nil {
+	if _, err := c.cfg.DB.Q().PruneSessions(r.Context(), c.cfg.Now()); err != nil {
 		c.cfg.Log.Warn("prune console sessions", "error", err)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: secureRequest(r), MaxAge: int(c.cfg.SessionTTL.Seconds())})
-	http.Redirect(w, r, c.safeNext(next), http.StatusSeeOther)
+	return true
 }
 
 func (c *Console) firstOwner(ctx context.Context) string {

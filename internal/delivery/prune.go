@@ -7,7 +7,8 @@ import (
 )
 
 // PruneArgs is the periodic retention job: finished deliveries and events
-// older than the retention period are deleted. A pending delivery whose
+// older than the retention period are deleted, and audit records older
+// than theirs (AuditRetention). A pending delivery whose
 // event was pruned is discarded when it next runs.
 type PruneArgs struct{}
 
@@ -65,8 +66,29 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 			break
 		}
 	}
-	if deliveries+events > 0 {
-		s.log.Info("retention pruned", "deliveries", deliveries, "events", events)
+	audits, err := s.pruneAudit(ctx)
+	if err != nil {
+		return deliveries, events, err
+	}
+	if deliveries+events+audits > 0 {
+		s.log.Info("retention pruned", "deliveries", deliveries, "events", events, "audit_records", audits)
 	}
 	return deliveries, events, nil
+}
+
+// pruneAudit deletes audit records older than their own retention.
+func (s *Service) pruneAudit(ctx context.Context) (int64, error) {
+	cutoff := s.now().Add(-s.cfg.AuditRetention).UnixMicro()
+	const batch = 1000
+	var total int64
+	for {
+		n, err := s.db.Q().PruneAudit(ctx, cutoff, batch)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < batch {
+			return total, nil
+		}
+	}
 }

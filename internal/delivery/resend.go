@@ -110,12 +110,14 @@ func (s *Service) Resend(ctx context.Context, ownerID, eventID string, endpointI
 			out.Resent = append(out.Resent, id)
 		}
 	}
-	if len(again)+len(fresh) == 0 {
-		return out, nil
-	}
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
+	// A transaction even when nothing is to be sent again: the op's audit
+	// record commits in it.
 	err = s.db.InTx(ctx, func(q *store.Q) error {
 		all := append(slices.Clone(again), fresh...)
+		if len(all) == 0 {
+			return nil
+		}
 		params := make([]river.InsertManyParams, len(all))
 		for i, d := range all {
 			params[i] = deliverParams(d, QueueDeliver, p, meta, now, now) // a slow endpoint's job moves itself

@@ -72,6 +72,9 @@ type Config struct {
 	// Retention is how long finished deliveries and events are kept
 	// (default 30 days).
 	Retention time.Duration
+	// AuditRetention is how long audit records are kept (default one
+	// year): separate from Retention, an audit log outlives deliveries.
+	AuditRetention time.Duration
 	// JobTimeout bounds one attempt (default 15 s; the HTTP timeout sits
 	// inside it).
 	JobTimeout time.Duration
@@ -206,7 +209,9 @@ const (
 	DefaultLeaseFor    = 20 * time.Second
 	DefaultBusySnooze  = 2 * time.Second
 	DefaultRetention   = 30 * 24 * time.Hour
-	DefaultDrainMax    = 1000
+	// DefaultAuditRetention keeps audit records a year.
+	DefaultAuditRetention = 365 * 24 * time.Hour
+	DefaultDrainMax       = 1000
 )
 
 // New returns the delivery service for cfg, with defaults filled in.
@@ -231,6 +236,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
+	}
+	if cfg.AuditRetention == 0 {
+		cfg.AuditRetention = DefaultAuditRetention
 	}
 	if cfg.JobTimeout == 0 {
 		cfg.JobTimeout = DefaultJobTimeout

@@ -48,7 +48,7 @@ type module struct {
 
 // compatible are the licences an Apache-2.0 project may depend on (and
 // ship in its binary) without changing its own licence.
-var compatible = []string{"Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "MIT", "MPL-2.0"}
+var compatible = []string{"Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "MIT", "MPL-2.0", "Unlicense"}
 
 // modules lists the modules of every package hookd's packages and their
 // tests import, the main module excepted, sorted by path.
@@ -115,6 +115,8 @@ func classify(text string) string {
 	case strings.Contains(t, "Permission to use, copy, modify, and/or distribute this software for any purpose"),
 		strings.Contains(t, "Permission to use, copy, modify, and distribute this software for any purpose"):
 		return "ISC"
+	case strings.Contains(t, "This is free and unencumbered software released into the public domain"):
+		return "Unlicense"
 	case strings.Contains(t, "Redistribution and use in source and binary forms"):
 		if strings.Contains(t, "Neither the name") || strings.Contains(t, "names of its contributors") {
 			return "BSD-3-Clause"

@@ -13,8 +13,10 @@ import (
 type Controls struct {
 	// Headers are sent with every attempt (names canonical, at most
 	// MaxHeaders; reserved names refused, see CheckHeaders). Plain
-	// configuration, stored and shown as is: not a secret.
-	Headers map[string]string `json:"headers"`
+	// configuration, stored and shown as is; the audit log records which
+	// headers changed, never their values (a receiver's credential may ride
+	// in one).
+	Headers map[string]string `json:"headers" audit:"secret"`
 	// RateLimit is the most deliveries per second hookd sends to the
 	// endpoint, across every process (0: no limit).
 	RateLimit int `json:"rate_limit"`

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -92,6 +93,7 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 			WriteError(w, r, s.Log, err)
 			return
 		}
+		p.Actor.Remote = r.RemoteAddr
 		in := op.NewInput()
 		if err := bind(w, r, in); err != nil {
 			WriteError(w, r, s.Log, err)
@@ -158,5 +160,6 @@ func (s *Server) authenticate(ctx context.Context, authorization, ownerName stri
 		return ops.Principal{}, apperr.New(apperr.Unauthorized, "API key %s was revoked", k.ID)
 	}
 	// An operator key has no owner of its own; ActAs applies the one named.
-	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID, KeyUnconfirmed: remembered}, ownerName)
+	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID, KeyUnconfirmed: remembered,
+		Actor: audit.Actor{Kind: audit.KindAPIKey, ID: k.ID, Name: k.Prefix}}, ownerName)
 }

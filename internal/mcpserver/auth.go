@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/ops"
 )
@@ -67,6 +68,7 @@ func (s *Server) Handler(authn Authenticator) http.Handler {
 			httpapi.WriteError(w, r, s.log, err)
 			return
 		}
+		p.Actor.Kind, p.Actor.Remote = audit.KindMCP, r.RemoteAddr
 		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
@@ -33,8 +34,8 @@ func (s *Service) apiKeyOps() []*Op {
 	const base = "/api/admin/api_keys"
 	return []*Op{
 		define(Op{Name: "api_keys.list", Summary: "List the owner's API keys (an operator naming no owner: the operator keys). Secrets are never listed.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin}, s.listAPIKeys),
-		define(Op{Name: "api_keys.create", Summary: "Create an API key for the owner; its secret is shown in this answer only. Only operators create operator keys.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin}, s.createAPIKey),
-		define(Op{Name: "api_keys.revoke", Summary: "Revoke an API key: its next request is refused.", Method: http.MethodPost, Path: base + "/{id}/revoke", Status: 200, Role: owner.Admin}, s.revokeAPIKey),
+		define(Op{Name: "api_keys.create", Audit: "api_key", Summary: "Create an API key for the owner; its secret is shown in this answer only. Only operators create operator keys.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin}, s.createAPIKey),
+		define(Op{Name: "api_keys.revoke", Audit: "api_key", Summary: "Revoke an API key: its next request is refused.", Method: http.MethodPost, Path: base + "/{id}/revoke", Status: 200, Role: owner.Admin}, s.revokeAPIKey),
 	}
 }
 
@@ -64,20 +65,28 @@ func (s *Service) createAPIKey(ctx context.Context, p Principal, in *CreateAPIKe
 }
 
 func (s *Service) revokeAPIKey(ctx context.Context, p Principal, in *APIKeyRef) (*owner.APIKey, error) {
-	q := s.DB.Q()
-	if err := q.RevokeAPIKey(ctx, p.OwnerID, in.ID, s.now().UnixMicro()); err != nil {
-		return nil, err
-	}
-	ks, err := q.ListAPIKeys(ctx, p.OwnerID)
+	var out *owner.APIKey
+	err := s.DB.InTx(ctx, func(q *store.Q) error {
+		if err := q.RevokeAPIKey(ctx, p.OwnerID, in.ID, s.now().UnixMicro()); err != nil {
+			return err
+		}
+		ks, err := q.ListAPIKeys(ctx, p.OwnerID)
+		if err != nil {
+			return err
+		}
+		for _, k := range ks {
+			if k.ID == in.ID {
+				out = k
+				audit.After(ctx, k)
+				return nil
+			}
+		}
+		return apperr.New(apperr.NotFound, "API key %q not found", in.ID)
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range ks {
-		if k.ID == in.ID {
-			return k, nil
-		}
-	}
-	return nil, apperr.New(apperr.NotFound, "API key %q not found", in.ID)
+	return out, nil
 }
 
 // NewKey is a created API key: Secret is shown this once.
@@ -103,6 +112,7 @@ func (s *Service) CreateKey(ctx context.Context, ownerID string, role owner.Role
 	}
 	now := s.now()
 	k := &owner.APIKey{ID: event.NewID("key_", now), OwnerID: ownerID, Role: role, Hash: owner.HashKey(secret), Prefix: secret[:8], CreatedAt: now}
+	audit.SetResource(ctx, k.ID)
 	err = s.DB.InTx(ctx, func(q *store.Q) error {
 		if ownerID != "" {
 			if _, err := q.GetOwner(ctx, ownerID); apperr.IsNotFound(err) {

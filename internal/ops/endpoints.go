@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
@@ -129,13 +130,13 @@ func (s *Service) endpointOps() []*Op {
 	const base = "/api/admin/webhooks"
 	return []*Op{
 		define(Op{Name: "webhooks.list", Summary: "List the owner's endpoints.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEndpoints),
-		define(Op{Name: "webhooks.create", Summary: "Create an endpoint; its secret is shown in this answer only.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin, OwnerScoped: true}, s.createEndpoint),
+		define(Op{Name: "webhooks.create", Audit: "endpoint", Summary: "Create an endpoint; its secret is shown in this answer only.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin, OwnerScoped: true}, s.createEndpoint),
 		define(Op{Name: "webhooks.get", Summary: "Get one endpoint.", Method: http.MethodGet, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEndpoint),
-		define(Op{Name: "webhooks.update", Summary: "Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateEndpoint),
-		define(Op{Name: "webhooks.delete", Summary: "Delete an endpoint with its deliveries.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteEndpoint),
-		define(Op{Name: "webhooks.send_test", Summary: "Send one test event to this endpoint only.", Method: http.MethodPost, Path: base + "/{id}/send_test", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.sendTest),
+		define(Op{Name: "webhooks.update", Audit: "endpoint", Summary: "Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateEndpoint),
+		define(Op{Name: "webhooks.delete", Audit: "endpoint", Summary: "Delete an endpoint with its deliveries.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteEndpoint),
+		define(Op{Name: "webhooks.send_test", Audit: "endpoint", Summary: "Send one test event to this endpoint only.", Method: http.MethodPost, Path: base + "/{id}/send_test", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.sendTest),
 		define(Op{Name: "webhooks.deliveries", Summary: "The endpoint's deliveries, newest first.", Method: http.MethodGet, Path: base + "/{id}/deliveries", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.deliveries),
-		define(Op{Name: "webhooks.redeliver", Summary: "Re-enqueue every failed delivery of the endpoint.", Method: http.MethodPost, Path: base + "/{id}/redeliver", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.redeliver),
+		define(Op{Name: "webhooks.redeliver", Audit: "endpoint", Summary: "Re-enqueue every failed delivery of the endpoint.", Method: http.MethodPost, Path: base + "/{id}/redeliver", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.redeliver),
 		define(Op{Name: "webhooks.event_types", Summary: "List the event types the owner's endpoints can subscribe to: exposure webhook, offered by the owner's profile and the server's catalogs, or registered by the owner.", Method: http.MethodGet, Path: base + "/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.endpointEventTypes),
 	}
 }
@@ -196,6 +197,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	if e.Polled() {
 		token, tokenHash = NewPollToken()
 	}
+	audit.SetResource(ctx, e.ID)
 	err = s.DB.InTx(ctx, func(q *store.Q) error {
 		if err := checkDeveloper(ctx, q, e); err != nil {
 			return err
@@ -228,6 +230,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		if err != nil {
 			return err
 		}
+		audit.Before(ctx, s.view(e))
 		if in.Signature != nil {
 			if secret, err = s.changeScheme(prof, e, *in.Signature, s.now()); err != nil {
 				return err
@@ -277,6 +280,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		}
 		e.UpdatedAt = s.now()
 		out = e
+		audit.After(ctx, s.view(e))
 		return q.UpdateEndpoint(ctx, e)
 	})
 	if err != nil {
@@ -288,7 +292,14 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 }
 
 func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {
-	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error { return q.DeleteEndpoint(ctx, p.OwnerID, in.ID) })
+	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
+		if err != nil {
+			return err
+		}
+		audit.Before(ctx, s.view(e))
+		return q.DeleteEndpoint(ctx, p.OwnerID, in.ID)
+	})
 }
 
 // enabledEndpoint reads the principal's endpoint id and its owner's

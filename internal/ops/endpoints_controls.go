@@ -11,7 +11,7 @@ import (
 
 // ControlsIn are an endpoint's delivery controls as create takes them.
 type ControlsIn struct {
-	Headers   map[string]string `json:"headers,omitempty" jsonschema:"extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)"`
+	Headers   map[string]string `json:"headers,omitempty" audit:"secret" jsonschema:"extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)"`
 	RateLimit int               `json:"rate_limit,omitempty" jsonschema:"at most this many deliveries per second, across every hookd process (default: no limit)"`
 	Ordered   bool              `json:"ordered,omitempty" jsonschema:"deliver in publish order, one at a time; a failing delivery holds back the ones after it until it succeeds or is discarded"`
 	// TraceContext: see endpoint.Controls.
@@ -22,7 +22,7 @@ type ControlsIn struct {
 // ControlsPatch are the controls as update takes them: a field left out
 // keeps its value. headers replaces the whole set ({} clears it).
 type ControlsPatch struct {
-	Headers      *map[string]string `json:"headers,omitempty" jsonschema:"replaces every custom header ({} removes them)"`
+	Headers      *map[string]string `json:"headers,omitempty" audit:"secret" jsonschema:"replaces every custom header ({} removes them)"`
 	RateLimit    *int               `json:"rate_limit,omitempty" jsonschema:"deliveries per second at most; 0 removes the limit"`
 	Ordered      *bool              `json:"ordered,omitempty"`
 	TraceContext *bool              `json:"trace_context,omitempty" jsonschema:"true sends the W3C trace context with every attempt (tracing on); false stops it"`

@@ -20,16 +20,25 @@ func (f *DeliveriesIn) filter() (store.DeliveryFilter, error) {
 	}
 	out.EventType = strings.TrimSpace(f.EventType)
 	var err error
-	if out.Since, err = parseTime("since", f.Since); err != nil {
+	out.Since, out.Until, err = parseWindow(f.Since, f.Until)
+	if err != nil {
 		return out, err
-	}
-	if out.Until, err = parseTime("until", f.Until); err != nil {
-		return out, err
-	}
-	if !out.Since.IsZero() && !out.Until.IsZero() && !out.Since.Before(out.Until) {
-		return out, invalid("since (%s) must be before until (%s)", f.Since, f.Until)
 	}
 	return out, nil
+}
+
+// parseWindow parses a filter's since and until (either may be empty).
+func parseWindow(since, until string) (s, u time.Time, err error) {
+	if s, err = parseTime("since", since); err != nil {
+		return s, u, err
+	}
+	if u, err = parseTime("until", until); err != nil {
+		return s, u, err
+	}
+	if !s.IsZero() && !u.IsZero() && !s.Before(u) {
+		return s, u, invalid("since (%s) must be before until (%s)", since, until)
+	}
+	return s, u, nil
 }
 
 func parseTime(field, v string) (time.Time, error) {

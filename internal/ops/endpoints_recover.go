@@ -54,7 +54,7 @@ type RecoveryRef struct {
 func (s *Service) recoverOps() []*Op {
 	const base = "/api/admin/webhooks"
 	return []*Op{
-		define(Op{Name: "webhooks.recover", Summary: "Re-send the endpoint's deliveries created in a time window (failed ones by default) with a fresh attempt budget; a window over 1000 deliveries runs in the background.",
+		define(Op{Name: "webhooks.recover", Audit: "endpoint", Summary: "Re-send the endpoint's deliveries created in a time window (failed ones by default) with a fresh attempt budget; a window over 1000 deliveries runs in the background.",
 			Method: http.MethodPost, Path: base + "/{id}/recover", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.recover),
 		define(Op{Name: "webhooks.recovery", Summary: "A background recovery's progress: its state and how many deliveries it has re-enqueued.",
 			Method: http.MethodGet, Path: base + "/{id}/recoveries/{task_id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.recovery),

@@ -19,7 +19,7 @@ type RetriedNow struct {
 // retryNowOp is the owner's "I fixed my receiver" lever: without it a
 // failing endpoint's deliveries wait out their backoff or the cooldown.
 func (s *Service) retryNowOp() *Op {
-	return define(Op{Name: "webhooks.retry_now", Summary: "Make every pending delivery of the endpoint due now: retry backoff, Retry-After and the failing cooldown included. Answers how many were brought forward.",
+	return define(Op{Name: "webhooks.retry_now", Audit: "endpoint", Summary: "Make every pending delivery of the endpoint due now: retry backoff, Retry-After and the failing cooldown included. Answers how many were brought forward.",
 		Method: http.MethodPost, Path: "/api/admin/webhooks/{id}/retry_now", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.retryNow)
 }
 

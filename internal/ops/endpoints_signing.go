@@ -106,8 +106,8 @@ func schemeFor(prof profile.Profile, scheme string) (string, error) {
 func (s *Service) signingOps() []*Op {
 	const base = "/api/admin/webhooks"
 	return []*Op{
-		define(Op{Name: "webhooks.rotate_secret", Summary: "Give the endpoint new keys; a new secret is shown in this answer only. The old keys keep signing beside the new ones for the overlap (default 24h, at most 7d, 0 for none).", Method: http.MethodPost, Path: base + "/{id}/rotate_secret", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotateSecret),
-		define(Op{Name: "webhooks.expire_old_secrets", Summary: "End a rotation's overlap now: deliveries stop carrying the old keys' signatures.", Method: http.MethodPost, Path: base + "/{id}/expire_old_secrets", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.expireOldSecrets),
+		define(Op{Name: "webhooks.rotate_secret", Audit: "endpoint", Summary: "Give the endpoint new keys; a new secret is shown in this answer only. The old keys keep signing beside the new ones for the overlap (default 24h, at most 7d, 0 for none).", Method: http.MethodPost, Path: base + "/{id}/rotate_secret", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotateSecret),
+		define(Op{Name: "webhooks.expire_old_secrets", Audit: "endpoint", Summary: "End a rotation's overlap now: deliveries stop carrying the old keys' signatures.", Method: http.MethodPost, Path: base + "/{id}/expire_old_secrets", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.expireOldSecrets),
 	}
 }
 

@@ -44,8 +44,8 @@ type EventRef struct {
 
 func (s *Service) eventOps() []*Op {
 	return []*Op{
-		define(Op{Name: "events.publish", Summary: "Publish one event; it fans out to every subscribed endpoint.", Method: http.MethodPost, Path: "/api/v1/events", Status: 202, Role: owner.Publisher, OwnerScoped: true, ConfirmsKey: true}, s.publish),
-		define(Op{Name: "events.publish_batch", Summary: "Publish up to 1,000 events in one transaction (all or none).", Method: http.MethodPost, Path: "/api/v1/events/batch", Status: 202, Role: owner.Publisher, OwnerScoped: true}, s.publishBatch),
+		define(Op{Name: "events.publish", NoAudit: "publishing is the hot path, not an admin change: the event itself is the record", Summary: "Publish one event; it fans out to every subscribed endpoint.", Method: http.MethodPost, Path: "/api/v1/events", Status: 202, Role: owner.Publisher, OwnerScoped: true, ConfirmsKey: true}, s.publish),
+		define(Op{Name: "events.publish_batch", NoAudit: "publishing is the hot path, not an admin change: the events themselves are the record", Summary: "Publish up to 1,000 events in one transaction (all or none).", Method: http.MethodPost, Path: "/api/v1/events/batch", Status: 202, Role: owner.Publisher, OwnerScoped: true}, s.publishBatch),
 		define(Op{Name: "events.get", Summary: "Get one published event.", Method: http.MethodGet, Path: "/api/v1/events/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEvent),
 	}
 }

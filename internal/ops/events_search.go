@@ -58,7 +58,7 @@ type ResendIn struct {
 func (s *Service) eventSearchOps() []*Op {
 	return []*Op{
 		define(Op{Name: "events.list", Summary: "The owner's events, newest first, filtered by type glob, subject prefix and publish-time window; a cursor pages on.", Method: http.MethodGet, Path: "/api/v1/events", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEvents),
-		define(Op{Name: "events.resend", Summary: "Send one event again to the endpoints it went to (or the ones named): finished deliveries are re-enqueued with a fresh attempt budget, pending ones left be.", Method: http.MethodPost, Path: "/api/v1/events/{id}/resend", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.resend),
+		define(Op{Name: "events.resend", Audit: "event", Summary: "Send one event again to the endpoints it went to (or the ones named): finished deliveries are re-enqueued with a fresh attempt budget, pending ones left be.", Method: http.MethodPost, Path: "/api/v1/events/{id}/resend", Status: 202, Role: owner.Admin, OwnerScoped: true}, s.resend),
 	}
 }
 

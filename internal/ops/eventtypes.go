@@ -9,6 +9,7 @@ import (
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
 )
 
 // PutEventTypeIn registers or changes one of the owner's event types.
@@ -28,7 +29,7 @@ type EventTypeRef struct {
 
 func (s *Service) eventTypeOps() []*Op {
 	return []*Op{
-		define(Op{Name: "event_types.put", Summary: "Register an event type or change its exposure, whether it is scoped, and the JSON Schema its events' data must match.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
+		define(Op{Name: "event_types.put", Audit: "event_type", Summary: "Register an event type or change its exposure, whether it is scoped, and the JSON Schema its events' data must match.", Method: http.MethodPut, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.putEventType),
 		define(Op{Name: "event_types.get", Summary: "Get one event type the owner has registered or inherits, with its exposure, schema and example.", Method: http.MethodGet, Path: "/api/admin/event_types/{type}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getEventType),
 		define(Op{Name: "event_types.list", Summary: "List every event type the owner has registered or inherits, with its exposure, schema and example.", Method: http.MethodGet, Path: "/api/admin/event_types", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listEventTypes),
 	}
@@ -55,7 +56,7 @@ func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTyp
 	if err != nil {
 		return nil, err
 	}
-	if err := s.DB.Q().PutEventType(ctx, t); err != nil {
+	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.PutEventType(ctx, t) }); err != nil {
 		return nil, err
 	}
 	// Other processes compile it at their next publish of the type: they

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/scope"
@@ -54,10 +55,10 @@ func (s *Service) grantOps() []*Op {
 	return []*Op{
 		define(Op{Name: "grants.list", Summary: "List the owner's grants: what endpoints attached to each may receive of scoped event types.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.listGrants),
 		define(Op{Name: "grants.get", Summary: "Get one grant.", Method: http.MethodGet, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getGrant),
-		define(Op{Name: "grants.create", Summary: "Create a grant: allow globs minus deny globs over event subjects, optionally published-only or expiring; attach endpoints to it with grant_id.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin, OwnerScoped: true}, s.createGrant),
-		define(Op{Name: "grants.update", Summary: "Change a grant; it applies to the next event fanned out.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateGrant),
-		define(Op{Name: "grants.revoke", Summary: "Revoke a grant: its endpoints get no more scoped events, from the next event on.", Method: http.MethodPost, Path: base + "/{id}/revoke", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.revokeGrant),
-		define(Op{Name: "grants.delete", Summary: "Delete a grant; endpoints attached to it get no scoped events until given another.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteGrant),
+		define(Op{Name: "grants.create", Audit: "grant", Summary: "Create a grant: allow globs minus deny globs over event subjects, optionally published-only or expiring; attach endpoints to it with grant_id.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Admin, OwnerScoped: true}, s.createGrant),
+		define(Op{Name: "grants.update", Audit: "grant", Summary: "Change a grant; it applies to the next event fanned out.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateGrant),
+		define(Op{Name: "grants.revoke", Audit: "grant", Summary: "Revoke a grant: its endpoints get no more scoped events, from the next event on.", Method: http.MethodPost, Path: base + "/{id}/revoke", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.revokeGrant),
+		define(Op{Name: "grants.delete", Audit: "grant", Summary: "Delete a grant; endpoints attached to it get no scoped events until given another.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Admin, OwnerScoped: true}, s.deleteGrant),
 	}
 }
 
@@ -99,7 +100,8 @@ func (s *Service) createGrant(ctx context.Context, p Principal, in *CreateGrantI
 	if err := s.checkGrant(g, in.ExpiresAt); err != nil {
 		return nil, err
 	}
-	if err := s.DB.Q().CreateGrant(ctx, g); err != nil {
+	audit.SetResource(ctx, g.ID)
+	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateGrant(ctx, g) }); err != nil {
 		return nil, err
 	}
 	return s.grantView(g), nil
@@ -145,11 +147,13 @@ func (s *Service) changeGrant(ctx context.Context, p Principal, id string, chang
 		if err != nil {
 			return err
 		}
+		audit.Before(ctx, s.grantView(g))
 		if err := change(g); err != nil {
 			return err
 		}
 		g.UpdatedAt = s.stamp()
 		out = g
+		audit.After(ctx, s.grantView(g))
 		return q.UpdateGrant(ctx, g)
 	})
 	if err != nil {
@@ -159,7 +163,14 @@ func (s *Service) changeGrant(ctx context.Context, p Principal, id string, chang
 }
 
 func (s *Service) deleteGrant(ctx context.Context, p Principal, in *GrantRef) (*Empty, error) {
-	return &Empty{}, s.DB.Q().DeleteGrant(ctx, p.OwnerID, in.ID)
+	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+		g, err := q.GetGrant(ctx, p.OwnerID, in.ID)
+		if err != nil {
+			return err
+		}
+		audit.Before(ctx, s.grantView(g))
+		return q.DeleteGrant(ctx, p.OwnerID, in.ID)
+	})
 }
 
 // checkGrant validates g; newExpiry, when the caller set one, must lie ahead.

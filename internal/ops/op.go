@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/owner"
 )
 
@@ -18,6 +19,9 @@ type Principal struct {
 	KeyID   string
 	Role    owner.Role
 	OwnerID string
+	// Actor is who calls, for the audit log: the projection that
+	// authenticated the call sets it (kind, name, remote address).
+	Actor audit.Actor
 	// KeyUnconfirmed: the key was answered from this process's key cache
 	// (store.DB.APIKeyByHashCached), not read for this call; only an op
 	// that confirms it in its own transaction (ConfirmsKey) may run.
@@ -46,8 +50,16 @@ type Op struct {
 	// AnswersURL ops answer with an absolute URL to hookd: the REST
 	// projection tells them the origin the caller reached (WithOrigin).
 	AnswersURL bool
-	In, Out    reflect.Type
-	call       func(ctx context.Context, p Principal, in any) (any, error)
+	// Audit is the kind of resource a state-changing op changes (endpoint,
+	// grant, owner…): every op that is not a GET writes one audit record
+	// in its own transaction (audit.go). NoAudit says why an op that is not
+	// a GET writes none (publishing is not an admin change); an op with
+	// neither is refused at start (Service.Ops).
+	Audit   string
+	NoAudit string
+	In, Out reflect.Type
+	call    func(ctx context.Context, p Principal, in any) (any, error)
+	svc     *Service // the clock and the store of audited calls
 }
 
 // NewInput returns a pointer to a zero input.
@@ -64,7 +76,10 @@ func (o *Op) Call(ctx context.Context, p Principal, in any) (any, error) {
 	if p.KeyUnconfirmed && !o.ConfirmsKey {
 		return nil, fmt.Errorf("%s does not confirm its caller's key, and the key was not read for this call", o.Name)
 	}
-	return o.call(ctx, p, in)
+	if !o.Audited() {
+		return o.call(ctx, p, in)
+	}
+	return o.callAudited(ctx, p, in)
 }
 
 // TakesOwner reports whether a caller may name the owner the op acts on:

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -37,10 +38,10 @@ func (s *Service) ownerOps() []*Op {
 	const base = "/api/admin/owners"
 	return []*Op{
 		define(Op{Name: "owners.list", Summary: "List every owner.", Method: http.MethodGet, Path: base, Status: 200, Role: owner.Operator}, s.listOwners),
-		define(Op{Name: "owners.create", Summary: "Create an owner with a profile and the attributes it needs.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Operator}, s.createOwner),
+		define(Op{Name: "owners.create", Audit: "owner", Summary: "Create an owner with a profile and the attributes it needs.", Method: http.MethodPost, Path: base, Status: 201, Role: owner.Operator}, s.createOwner),
 		define(Op{Name: "owners.get", Summary: "Get one owner.", Method: http.MethodGet, Path: base + "/{id}", Status: 200, Role: owner.Operator}, s.getOwner),
-		define(Op{Name: "owners.update", Summary: "Change an owner's attributes, or its profile while it has no endpoints.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Operator}, s.updateOwner),
-		define(Op{Name: "owners.delete", Summary: "Delete an owner with its API keys, endpoints, events, deliveries and event types.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Operator}, s.deleteOwner),
+		define(Op{Name: "owners.update", Audit: "owner", Summary: "Change an owner's attributes, or its profile while it has no endpoints.", Method: http.MethodPatch, Path: base + "/{id}", Status: 200, Role: owner.Operator}, s.updateOwner),
+		define(Op{Name: "owners.delete", Audit: "owner", Summary: "Delete an owner with its API keys, endpoints, events, deliveries and event types.", Method: http.MethodDelete, Path: base + "/{id}", Status: 204, Role: owner.Operator}, s.deleteOwner),
 	}
 }
 
@@ -70,6 +71,7 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 		if err != nil {
 			return err
 		}
+		audit.Before(ctx, o)
 		if in.Profile != nil && *in.Profile != o.Profile {
 			// Endpoints carry profile-specific settings (secret, in-flight
 			// slots) and receivers verify one signature scheme: a switch
@@ -98,6 +100,7 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 		}
 		o.Profile = p.Name()
 		out = o
+		audit.After(ctx, o)
 		return q.UpdateOwner(ctx, o)
 	})
 	if err != nil {
@@ -107,7 +110,14 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 }
 
 func (s *Service) deleteOwner(ctx context.Context, _ Principal, in *OwnerRef) (*Empty, error) {
-	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error { return q.DeleteOwner(ctx, in.ID) })
+	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+		o, err := q.GetOwner(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		audit.Before(ctx, o)
+		return q.DeleteOwner(ctx, in.ID)
+	})
 }
 
 // CreateOwner creates an owner with a profile and attributes the profile
@@ -133,7 +143,8 @@ func (s *Service) CreateOwner(ctx context.Context, id, profileName string, attrs
 		return nil, err
 	}
 	o := &owner.Owner{ID: id, Profile: p.Name(), Attributes: attrs, CreatedAt: s.now()}
-	if err := s.DB.Q().CreateOwner(ctx, o); err != nil {
+	audit.SetResource(ctx, o.ID)
+	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateOwner(ctx, o) }); err != nil {
 		return nil, err
 	}
 	return o, nil

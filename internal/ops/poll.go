@@ -131,9 +131,9 @@ type PollTokenView struct {
 func (s *Service) pollOps() []*Op {
 	base := "/api/admin/webhooks/{id}"
 	return []*Op{
-		define(Op{Name: "webhooks.rotate_poll_token", Summary: "Give a polling endpoint a new poll token (shown in this answer only); the old one stops working at once.", Method: http.MethodPost, Path: base + "/rotate_poll_token", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotatePollToken),
+		define(Op{Name: "webhooks.rotate_poll_token", Audit: "endpoint", Summary: "Give a polling endpoint a new poll token (shown in this answer only); the old one stops working at once.", Method: http.MethodPost, Path: base + "/rotate_poll_token", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.rotatePollToken),
 		define(Op{Name: "webhooks.poll", Summary: "Read a polling endpoint's messages after a cursor, in order (what GET /api/v1/poll/{id} answers its consumer, without waiting).", Method: http.MethodGet, Path: base + "/poll", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.pollAsOwner),
-		define(Op{Name: "webhooks.poll_seek", Summary: "Move a polling endpoint's acknowledged position: to a cursor, an event (replay from it) or a time.", Method: http.MethodPost, Path: base + "/poll_seek", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.seekAsOwner),
+		define(Op{Name: "webhooks.poll_seek", Audit: "endpoint", Summary: "Move a polling endpoint's acknowledged position: to a cursor, an event (replay from it) or a time.", Method: http.MethodPost, Path: base + "/poll_seek", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.seekAsOwner),
 	}
 }
 
@@ -153,7 +153,8 @@ func (s *Service) rotatePollToken(ctx context.Context, p Principal, in *Endpoint
 		return nil, err
 	}
 	token, hash := NewPollToken()
-	if err := s.DB.Q().SetPollToken(ctx, in.ID, hash); err != nil {
+	// In a transaction: the audit record commits with the change.
+	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.SetPollToken(ctx, in.ID, hash) }); err != nil {
 		return nil, err
 	}
 	return &PollTokenView{ID: in.ID, PollToken: token}, nil

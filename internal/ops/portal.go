@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -66,8 +68,8 @@ type PortalRevoked struct {
 
 func (s *Service) portalOps() []*Op {
 	return []*Op{
-		define(Op{Name: "portal.create_link", Summary: "Make a one-time link that opens the owner's webhook portal (embeddable), limited to features, optionally read-only.", Method: http.MethodPost, Path: "/api/admin/portal/links", Status: 201, Role: owner.Admin, OwnerScoped: true, AnswersURL: true}, s.createPortalLink),
-		define(Op{Name: "portal.revoke_sessions", Summary: "End every portal session of the owner and spend its unused links.", Method: http.MethodPost, Path: "/api/admin/portal/revoke_sessions", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.revokePortalSessions),
+		define(Op{Name: "portal.create_link", Audit: "portal_link", Summary: "Make a one-time link that opens the owner's webhook portal (embeddable), limited to features, optionally read-only.", Method: http.MethodPost, Path: "/api/admin/portal/links", Status: 201, Role: owner.Admin, OwnerScoped: true, AnswersURL: true}, s.createPortalLink),
+		define(Op{Name: "portal.revoke_sessions", Audit: "portal_session", Summary: "End every portal session of the owner and spend its unused links.", Method: http.MethodPost, Path: "/api/admin/portal/revoke_sessions", Status: 200, Role: owner.Admin, OwnerScoped: true}, s.revokePortalSessions),
 	}
 }
 
@@ -96,12 +98,19 @@ func (s *Service) createPortalLink(ctx context.Context, p Principal, in *CreateP
 	}
 	now := s.now()
 	g.ExpiresAt = now.Add(ttl)
-	q := s.DB.Q()
-	// Spent and expired links go when a new one is made: no job of their own.
-	if err := q.PrunePortal(ctx, now); err != nil {
-		return nil, err
-	}
-	if err := q.CreatePortalLink(ctx, HashPortalToken(token), g, now); err != nil {
+	hash := HashPortalToken(token)
+	// The token is a credential: the record names the link by a prefix of
+	// its hash, which the database holds anyway.
+	audit.SetResource(ctx, "pl_"+hex.EncodeToString(hash[:6]))
+	err = s.DB.InTx(ctx, func(q *store.Q) error {
+		// Spent and expired links go when a new one is made: no job of
+		// their own.
+		if err := q.PrunePortal(ctx, now); err != nil {
+			return err
+		}
+		return q.CreatePortalLink(ctx, hash, g, now)
+	})
+	if err != nil {
 		return nil, err
 	}
 	base, _ := ctx.Value(basePathKey{}).(string)
@@ -111,6 +120,7 @@ func (s *Service) createPortalLink(ctx context.Context, p Principal, in *CreateP
 
 func (s *Service) revokePortalSessions(ctx context.Context, p Principal, _ *Empty) (*PortalRevoked, error) {
 	var out PortalRevoked
+	audit.SetResource(ctx, p.OwnerID) // every session of the owner's
 	err := s.DB.InTx(ctx, func(q *store.Q) error {
 		var err error
 		if out.Sessions, err = q.DeletePortalSessions(ctx, p.OwnerID); err != nil {

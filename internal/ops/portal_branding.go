@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -53,7 +54,7 @@ func (s *Service) brandingOps() []*Op {
 	const path = "/api/admin/portal/branding"
 	return []*Op{
 		define(Op{Name: "portal.get_branding", Summary: "The owner's portal branding: title, logo, accent colour, frame origins and language.", Method: http.MethodGet, Path: path, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.getBranding),
-		define(Op{Name: "portal.update_branding", Summary: "Change the owner's portal branding (an owner's admin key may): title, logo (an https URL, or an uploaded image of at most 64 KiB), accent colour, frame origins, language.", Method: http.MethodPatch, Path: path, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateBranding),
+		define(Op{Name: "portal.update_branding", Audit: "owner", Summary: "Change the owner's portal branding (an owner's admin key may): title, logo (an https URL, or an uploaded image of at most 64 KiB), accent colour, frame origins, language.", Method: http.MethodPatch, Path: path, Status: 200, Role: owner.Admin, OwnerScoped: true}, s.updateBranding),
 	}
 }
 
@@ -95,6 +96,7 @@ func (s *Service) updateBranding(ctx context.Context, p Principal, in *UpdateBra
 		}
 		logo.UpdatedAt = s.now()
 	}
+	audit.SetResource(ctx, p.OwnerID)
 	var out *Branding
 	err := s.DB.InTx(ctx, func(q *store.Q) error {
 		o, err := q.GetOwner(ctx, p.OwnerID)

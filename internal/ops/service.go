@@ -2,7 +2,9 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -58,6 +60,13 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.taskOps()...)
 		s.ops = append(s.ops, s.portalOps()...)
 		s.ops = append(s.ops, s.brandingOps()...)
+		s.ops = append(s.ops, s.auditOps()...)
+		for _, o := range s.ops {
+			if o.Method != http.MethodGet && o.Audit == "" && o.NoAudit == "" {
+				panic(fmt.Sprintf("op %s changes state but declares neither Audit (the resource it changes) nor NoAudit (why it writes no audit record)", o.Name))
+			}
+			o.svc = s
+		}
 	}
 	return s.ops
 }

@@ -40,6 +40,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"modernc.org/sqlite" // the embedded engine
+
+	"github.com/hookd/hookd/internal/audit"
 )
 
 // Backend names the database a DB runs on: embedded SQLite or PostgreSQL.
@@ -289,18 +291,37 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 func (db *DB) Q() *Q { return &Q{db: db, querier: db.base} }
 
 // InTx runs fn in one transaction: committed if fn returns nil, rolled back
-// otherwise. Never call out over the network inside fn.
+// otherwise. Never call out over the network inside fn. When ctx carries an
+// op's pending audit record not yet written, it is written in this
+// transaction, before its commit (audit.go).
 func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 	if db.pool != nil {
-		return classify(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			return fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx})
+		var pending *audit.Pending
+		err := classify(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			q := &Q{db: db, querier: pgQuerier{tx}, tx: tx}
+			if err := fn(q); err != nil {
+				return err
+			}
+			var err error
+			pending, err = q.writeAudit(ctx)
+			return err
 		}))
+		if err != nil {
+			pending.Untake()
+		}
+		return err
 	}
 	tx, err := db.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Q{db: db, querier: sqlQuerier{c: tx}, tx: tx}); err != nil {
+	q := &Q{db: db, querier: sqlQuerier{c: tx}, tx: tx}
+	err = fn(q)
+	var pending *audit.Pending
+	if err == nil {
+		pending, err = q.writeAudit(ctx)
+	}
+	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
 			// fn's error is the caller's answer; a failed rollback means the
 			// connection is in trouble, which the next statement will say too.
@@ -309,6 +330,7 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		pending.Untake()
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

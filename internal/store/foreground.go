@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookd/hookd/internal/audit"
 )
 
 // The API's own connections. hookd's PostgreSQL pool is small on purpose
@@ -52,13 +54,20 @@ func (db *DB) inPipeTx(ctx context.Context, pool *pgxpool.Pool, relaxed bool, fn
 	// (a panic in fn): nothing half-done is reused.
 	defer c.Release()
 	tx := &pipeTx{conn: c.Conn(), relaxed: relaxed}
-	if err := fn(&Q{db: db, querier: pgQuerier{tx}, tx: tx}); err != nil {
+	q := &Q{db: db, querier: pgQuerier{tx}, tx: tx}
+	err = fn(q)
+	var pending *audit.Pending
+	if err == nil {
+		pending, err = q.writeAudit(ctx)
+	}
+	if err != nil {
 		if rerr := tx.Rollback(ctx); rerr != nil {
 			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)
 		}
 		return classify(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
+		pending.Untake()
 		return classify(fmt.Errorf("commit: %w", err))
 	}
 	return nil

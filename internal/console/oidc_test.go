@@ -1,0 +1,180 @@
+package console_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/audit"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// identityProvider is a real OpenID Connect provider in process
+// (oauth2-proxy/mockoidc: discovery, JWKS, authorization code with PKCE,
+// signed ID tokens carrying the nonce). Each sign-in takes the next queued
+// user. tamper, when set, changes the state the provider sends back.
+type identityProvider struct {
+	*mockoidc.MockOIDC
+	tamper atomic.Bool
+}
+
+func startProvider(t *testing.T) *identityProvider {
+	t.Helper()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &identityProvider{MockOIDC: m}
+	// The provider answers /authorize with a redirect to hookd's callback;
+	// a tampering one changes the state in it.
+	if err := m.AddMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !p.tamper.Load() || !strings.HasSuffix(r.URL.Path, "/authorize") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			loc, _ := url.Parse(rec.Header().Get("Location"))
+			q := loc.Query()
+			q.Set("state", q.Get("state")+"x")
+			loc.RawQuery = q.Encode()
+			http.Redirect(w, r, loc.String(), http.StatusFound)
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	return p
+}
+
+func (p *identityProvider) queue(subject, email string, groups ...string) {
+	p.QueueUser(&mockoidc.MockUser{Subject: subject, Email: email, EmailVerified: true, PreferredUsername: subject, Groups: groups})
+}
+
+// TestOIDCSignin signs in to the console through a real OIDC provider in
+// headless Chromium, with API key sign-in turned off: a user in the
+// acme-team group is acme's admin and their change is recorded under
+// their name; one in hookd-ops is an operator; one in neither group is
+// refused with a page that says why; a tampered state is refused and
+// starts no session; sign-out ends the session.
+func TestOIDCSignin(t *testing.T) {
+	t.Parallel()
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			idp := startProvider(t)
+			s := startSiteWith(t, backend, "", func(cfg *hookd.Config) {
+				cfg.OIDC = &hookd.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+					OperatorValues: []string{"hookd-ops"}, AdminValues: map[string]string{"acme-team": "acme"}}
+				cfg.ConsoleKeySigninOff = true
+			})
+			p := &page{t: t, tab: browser(t), s: s}
+			ctx := context.Background()
+
+			// API keys cannot sign in: the page offers the provider only,
+			// and a posted key is refused.
+			p.open("/admin/signin")
+			if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll('#key').length`)); n != 0 {
+				t.Error("the sign-in page offers the API key form while key sign-in is off")
+			}
+			form := url.Values{"key": {s.keys["acme"]}}
+			req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/admin/signin", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", s.srv.URL)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+				t.Errorf("API key sign-in while off: %d with %d cookies, want 403 and none", resp.StatusCode, len(resp.Cookies()))
+			}
+
+			// An admin through the provider, by the acme-team group.
+			idp.queue("u-alice", "alice@example.com", "acme-team", "engineering")
+			p.open("/admin/signin?next=/admin/event_types")
+			p.click("#oidc-signin")
+			p.do(chromedp.WaitVisible(chromedp.CSS("nav")))
+			if got := p.path(); got != "/admin/event_types" {
+				t.Fatalf("after sign-in at %s, want /admin/event_types", got)
+			}
+			if who := p.text(".who"); !strings.Contains(who, "acme") {
+				t.Errorf("signed-in header %q does not name acme", who)
+			}
+			// A change through the console names the user in the audit log.
+			p.click(`form[action="/admin/event_types/invoice.paid"] button[type=submit]`)
+			rs, err := s.h.DB.Q().ListAudit(ctx, store.AuditFilter{OwnerID: "acme", Op: "event_types.put", Limit: 10})
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("audit records of the change: %v %+v", err, rs)
+			}
+			if a := rs[0].Actor; a.Kind != audit.KindOIDC || a.ID != "u-alice" || a.Name != "alice@example.com" || a.Remote == "" {
+				t.Errorf("the change's actor %+v, want the OIDC user alice@example.com", a)
+			}
+			if st := p.open("/admin/audit"); st != http.StatusOK {
+				t.Fatalf("audit page: %d", st)
+			}
+			if txt := p.text("#audit"); !strings.Contains(txt, "alice@example.com") || !strings.Contains(txt, "event_types.put") {
+				t.Errorf("the audit page does not show alice's change: %q", txt)
+			}
+			// Sign-out ends the session.
+			p.click(`form[action="/admin/signout"] button`)
+			p.open("/admin/webhooks")
+			if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
+				t.Errorf("after sign-out /admin/webhooks led to %s, want the sign-in page", got)
+			}
+
+			// An operator, by the hookd-ops group.
+			idp.queue("u-olga", "olga@example.com", "hookd-ops")
+			p.open("/admin/signin")
+			p.click("#oidc-signin")
+			p.do(chromedp.WaitVisible(chromedp.CSS("nav")))
+			if st := p.open("/admin/workers"); st != http.StatusOK {
+				t.Errorf("the operator's workers page: %d", st)
+			}
+			p.click(`form[action="/admin/signout"] button`)
+
+			// No matching group: refused, with a page that says why.
+			idp.queue("u-mallory", "mallory@example.com", "marketing")
+			p.open("/admin/signin")
+			if st := p.click("#oidc-signin"); st != http.StatusForbidden {
+				t.Errorf("a user without a role: status %d, want 403", st)
+			}
+			if txt := p.text("#signin-refused"); !strings.Contains(txt, "groups") {
+				t.Errorf("refusal page says %q, want it to name the groups claim", txt)
+			}
+
+			// A tampered state: refused, no session.
+			idp.queue("u-alice", "alice@example.com", "acme-team")
+			idp.tamper.Store(true)
+			p.open("/admin/signin")
+			if st := p.click("#oidc-signin"); st != http.StatusBadRequest {
+				t.Errorf("a tampered state: status %d, want 400", st)
+			}
+			if txt := p.text("#signin-refused"); txt == "" {
+				t.Error("a tampered state's page says nothing")
+			}
+			idp.tamper.Store(false)
+			p.open("/admin/webhooks")
+			if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
+				t.Errorf("after a tampered sign-in /admin/webhooks led to %s, want the sign-in page", got)
+			}
+		})
+	}
+}
