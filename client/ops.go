@@ -14,6 +14,7 @@ var Operations = []string{
 	"api_keys.create",
 	"api_keys.list",
 	"api_keys.revoke",
+	"audit.list",
 	"event_types.get",
 	"event_types.list",
 	"event_types.put",
@@ -112,6 +113,60 @@ type ActivityLast struct {
 type ActivityList struct {
 	Data  []Activity `json:"data"`
 	Since time.Time  `json:"since"`
+}
+
+// Audit is a part of hookd's answers.
+type Audit struct {
+	Actor   AuditActor     `json:"actor"`
+	At      time.Time      `json:"at"`
+	Changes []AuditChanges `json:"changes"`
+	ID      string         `json:"id"`
+	Op      string         `json:"op"`
+	// the owner the op acted on (empty: server-wide, e.g. an operator key)
+	OwnerID string `json:"owner_id,omitempty"`
+	// the kind of thing changed: endpoint, grant, event_type, owner, api_key, portal_link…
+	Resource   string `json:"resource"`
+	ResourceID string `json:"resource_id,omitempty"`
+}
+
+// AuditActor is a part of hookd's answers.
+type AuditActor struct {
+	ID string `json:"id,omitempty"`
+	// api_key, mcp, console, oidc, portal or cli
+	Kind   string `json:"kind"`
+	Name   string `json:"name,omitempty"`
+	Remote string `json:"remote,omitempty"`
+}
+
+// AuditChanges is a part of hookd's answers.
+type AuditChanges struct {
+	Field string          `json:"field"`
+	New   json.RawMessage `json:"new,omitempty"`
+	Old   json.RawMessage `json:"old,omitempty"`
+}
+
+// AuditList is a part of hookd's answers.
+type AuditList struct {
+	Data []Audit `json:"data"`
+	Next string  `json:"next,omitempty"`
+}
+
+// AuditListInput is the input of audit.list.
+type AuditListInput struct {
+	// only records of this resource kind (endpoint, grant…) or resource id
+	Resource string `json:"-"`
+	// only records of this op (e.g. webhooks.update)
+	Op string `json:"-"`
+	// only records of this actor: an API key id, an identity provider's subject, or a name
+	Actor string `json:"-"`
+	// only records at or after this RFC 3339 time
+	Since string `json:"-"`
+	// only records before this RFC 3339 time
+	Until string `json:"-"`
+	// at most this many (default 50, max 500)
+	Limit int64 `json:"-"`
+	// page: records older than this record id (the previous page's next)
+	Before string `json:"-"`
 }
 
 // BatchOut is a part of hookd's answers.
@@ -932,6 +987,12 @@ type APIKeysOps struct{ c *Client }
 // APIKeys returns the api_keys ops.
 func (c *Client) APIKeys() APIKeysOps { return APIKeysOps{c} }
 
+// AuditOps are the audit ops.
+type AuditOps struct{ c *Client }
+
+// Audit returns the audit ops.
+func (c *Client) Audit() AuditOps { return AuditOps{c} }
+
 // EventTypesOps are the event_types ops.
 type EventTypesOps struct{ c *Client }
 
@@ -1005,6 +1066,23 @@ func (g APIKeysOps) List(ctx context.Context) (*APIKeyList, error) {
 func (g APIKeysOps) Revoke(ctx context.Context, in APIKeysRevokeInput) (*OwnerAPIKey, error) {
 	r := &request{op: "api_keys.revoke", method: "POST", path: "/api/admin/api_keys/" + pathValue(in.ID) + "/revoke"}
 	var v OwnerAPIKey
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// List calls audit.list (GET /api/admin/audit): The audit log, newest first: who changed what, when and from where. An admin sees its owner's records; an operator every owner's (or the one it names).
+func (g AuditOps) List(ctx context.Context, in AuditListInput) (*AuditList, error) {
+	r := &request{op: "audit.list", method: "GET", path: "/api/admin/audit"}
+	r.setQuery("resource", in.Resource)
+	r.setQuery("op", in.Op)
+	r.setQuery("actor", in.Actor)
+	r.setQuery("since", in.Since)
+	r.setQuery("until", in.Until)
+	r.setQuery("limit", in.Limit)
+	r.setQuery("before", in.Before)
+	var v AuditList
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}

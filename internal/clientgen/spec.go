@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -50,6 +51,21 @@ type schema struct {
 	Required             []string           `json:"required,omitempty"`
 	Items                *schema            `json:"items,omitempty"`
 	AdditionalProperties json.RawMessage    `json:"additionalProperties,omitempty"`
+}
+
+// UnmarshalJSON reads a schema, or the boolean schema true (any value, as
+// for a field of Go type any: the audit log's old and new values); false
+// (no value) is refused.
+func (s *schema) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true":
+		*s = schema{}
+		return nil
+	case "false":
+		return fmt.Errorf("the boolean schema false (no value is valid) is not handled")
+	}
+	type plain schema // without this method
+	return json.Unmarshal(b, (*plain)(s))
 }
 
 // baseType is the schema's type without "null", and whether null is allowed.

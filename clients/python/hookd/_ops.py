@@ -9,6 +9,7 @@ OPERATIONS: tuple[str, ...] = (
     "api_keys.create",
     "api_keys.list",
     "api_keys.revoke",
+    "audit.list",
     "event_types.get",
     "event_types.list",
     "event_types.put",
@@ -93,6 +94,35 @@ class ActivityLast(TypedDict, total=False):
 class ActivityList(TypedDict, total=False):
     data: Required[Optional[list[Activity]]]
     since: Required[str]
+
+
+class Audit(TypedDict, total=False):
+    actor: Required[AuditActor]
+    at: Required[str]
+    changes: Required[Optional[list[AuditChanges]]]
+    id: Required[str]
+    op: Required[str]
+    owner_id: str
+    resource: Required[str]
+    resource_id: str
+
+
+class AuditActor(TypedDict, total=False):
+    id: str
+    kind: Required[str]
+    name: str
+    remote: str
+
+
+class AuditChanges(TypedDict, total=False):
+    field: Required[str]
+    new: Any
+    old: Any
+
+
+class AuditList(TypedDict, total=False):
+    data: Required[Optional[list[Audit]]]
+    next: str
 
 
 class BatchOut(TypedDict, total=False):
@@ -456,6 +486,19 @@ class APIKeysOps:
         return result
 
 
+class AuditOps:
+    """The audit ops."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+
+    def list(self, *, resource: Optional[str] = None, op: Optional[str] = None, actor: Optional[str] = None, since: Optional[str] = None, until: Optional[str] = None, limit: Optional[int] = None, before: Optional[str] = None) -> AuditList:
+        """The audit log, newest first: who changed what, when and from where. An admin sees its owner's records; an operator every owner's (or the one it names). (GET /api/admin/audit)"""
+        spec = OpSpec("audit.list", "GET", "/api/admin/audit", query=("resource", "op", "actor", "since", "until", "limit", "before", ), headers={}, body=False)
+        result: AuditList = self._call(spec, {"resource": resource, "op": op, "actor": actor, "since": since, "until": until, "limit": limit, "before": before})
+        return result
+
+
 class EventTypesOps:
     """The event_types ops."""
 
@@ -807,7 +850,7 @@ class WebhooksOps:
         return result
 
 
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
 
 
 class Ops:
@@ -815,6 +858,7 @@ class Ops:
 
     def __init__(self, call: Call) -> None:
         self.api_keys = APIKeysOps(call)
+        self.audit = AuditOps(call)
         self.event_types = EventTypesOps(call)
         self.events = EventsOps(call)
         self.grants = GrantsOps(call)

@@ -6,6 +6,7 @@ export const OPERATIONS = [
   "api_keys.create",
   "api_keys.list",
   "api_keys.revoke",
+  "audit.list",
   "event_types.get",
   "event_types.list",
   "event_types.put",
@@ -100,6 +101,56 @@ export interface ActivityLast {
 export interface ActivityList {
   data: Activity[] | null;
   since: string;
+}
+
+export interface Audit {
+  actor: AuditActor;
+  at: string;
+  changes: AuditChanges[] | null;
+  id: string;
+  op: string;
+  /** the owner the op acted on (empty: server-wide, e.g. an operator key) */
+  owner_id?: string;
+  /** the kind of thing changed: endpoint, grant, event_type, owner, api_key, portal_link… */
+  resource: string;
+  resource_id?: string;
+}
+
+export interface AuditActor {
+  id?: string;
+  /** api_key, mcp, console, oidc, portal or cli */
+  kind: string;
+  name?: string;
+  remote?: string;
+}
+
+export interface AuditChanges {
+  field: string;
+  new?: unknown;
+  old?: unknown;
+}
+
+export interface AuditList {
+  data: Audit[] | null;
+  next?: string;
+}
+
+/** AuditListInput is the input of audit.list. */
+export interface AuditListInput {
+  /** only records of this resource kind (endpoint, grant…) or resource id */
+  resource?: string;
+  /** only records of this op (e.g. webhooks.update) */
+  op?: string;
+  /** only records of this actor: an API key id, an identity provider's subject, or a name */
+  actor?: string;
+  /** only records at or after this RFC 3339 time */
+  since?: string;
+  /** only records before this RFC 3339 time */
+  until?: string;
+  /** at most this many (default 50, max 500) */
+  limit?: number;
+  /** page: records older than this record id (the previous page's next) */
+  before?: string;
 }
 
 export interface BatchOut {
@@ -889,6 +940,13 @@ export abstract class Ops {
     /** Revoke an API key: its next request is refused. (POST /api/admin/api_keys/{id}/revoke) */
     revoke: (input: APIKeysRevokeInput, options?: CallOptions): Promise<OwnerAPIKey> =>
       this.call<OwnerAPIKey>({ op: "api_keys.revoke", method: "POST", path: "/api/admin/api_keys/{id}/revoke", query: [], headers: {}, body: false }, input, options),
+  };
+
+  /** The audit ops. */
+  readonly audit = {
+    /** The audit log, newest first: who changed what, when and from where. An admin sees its owner's records; an operator every owner's (or the one it names). (GET /api/admin/audit) */
+    list: (input: AuditListInput = {}, options?: CallOptions): Promise<AuditList> =>
+      this.call<AuditList>({ op: "audit.list", method: "GET", path: "/api/admin/audit", query: ["resource", "op", "actor", "since", "until", "limit", "before"], headers: {}, body: false }, input, options),
   };
 
   /** The event_types ops. */
