@@ -67,6 +67,7 @@ func (c *Console) listEndpoints(w http.ResponseWriter, r *http.Request, s *sessi
 // the server refuses it, with each error next to its field.
 type endpointForm struct {
 	ID          string
+	Kind        string // "poll" for a polling endpoint (no URL), else "" or "http"
 	URL         string
 	Description string
 	Enabled     bool
@@ -102,7 +103,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	f := &endpointForm{ID: e.ID, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Developer: e.Developer, Selected: map[string]bool{}, GrantID: e.GrantID}
+	f := &endpointForm{ID: e.ID, Kind: e.Kind, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Developer: e.Developer, Selected: map[string]bool{}, GrantID: e.GrantID}
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
@@ -148,7 +149,7 @@ func (c *Console) showForm(w http.ResponseWriter, r *http.Request, s *session, s
 // readForm reads the endpoint form: ticked types, then the "other" globs.
 func readForm(r *http.Request) *endpointForm {
 	f := &endpointForm{
-		ID: r.PathValue("id"), URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
+		ID: r.PathValue("id"), Kind: r.PostFormValue("kind"), URL: strings.TrimSpace(r.PostFormValue("url")), Description: r.PostFormValue("description"),
 		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
@@ -243,7 +244,7 @@ type secretData struct {
 func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readForm(r)
 	enabled := f.Enabled
-	in := &ops.CreateEndpointIn{URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
+	in := &ops.CreateEndpointIn{Kind: f.Kind, URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
 	in.TraceContext, in.Developer = f.TraceContext, f.Developer
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
@@ -256,7 +257,10 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readForm(r)
 	globs := f.globs()
-	in := &ops.UpdateEndpointIn{ID: f.ID, URL: &f.URL, Description: &f.Description, EventTypes: &globs}
+	in := &ops.UpdateEndpointIn{ID: f.ID, Description: &f.Description, EventTypes: &globs}
+	if f.Kind != "poll" { // a polling endpoint's form has no URL
+		in.URL = &f.URL
+	}
 	if f.GrantSent {
 		in.GrantID = &f.GrantID
 	}
