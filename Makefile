@@ -85,7 +85,8 @@ FUZZ_TARGETS = \
 	./internal/profile/:FuzzAppendString \
 	./internal/profile/:FuzzKworkBody \
 	./internal/event/:FuzzMatch \
-	./internal/egress/:FuzzCheckURL
+	./internal/egress/:FuzzCheckURL \
+	./internal/ops/:FuzzParseEventCursor
 
 fuzz: ## a bounded run of every fuzz target (FUZZTIME each, default 10s)
 	@set -e; for t in $(FUZZ_TARGETS); do \
