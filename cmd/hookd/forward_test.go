@@ -16,42 +16,8 @@ import (
 // how to start hookd instead; a key hookd does not know is named as such.
 // Neither leaves an endpoint behind.
 func TestListenForwardRefused(t *testing.T) {
-	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
-	dir := t.TempDir()
-	db := filepath.Join(dir, "hookd.db")
-	t.Setenv("HOOKD_MASTER_KEY", "")
-	t.Setenv("HOOKD_EGRESS_ALLOW", "")
-	t.Setenv("HOOKD_API_KEY", "")
-	var keyOut, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"apikey", "create", "--owner", "acme", "--db", db, "--log-level", "warn"}, nil, &keyOut, &stderr); code != 0 {
-		t.Fatalf("apikey create: %d %s", code, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(keyOut.String()), "\n")
-	key := lines[len(lines)-1]
-
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	served := make(chan int, 1)
-	go func() {
-		served <- run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--log-level", "warn"}, nil, pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() { cancel(); <-served })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "hookd listening on "); ok {
-				addr <- strings.Fields(a)[0]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatal("hookd serve did not start")
-	}
+	// Not parallel: serveInProcess sets the process environment.
+	db, url, key := serveInProcess(t)
 
 	listen := func(key string) (int, string) {
 		var stdout, stderr bytes.Buffer
@@ -74,4 +40,47 @@ func TestListenForwardRefused(t *testing.T) {
 `), &list, io.Discard); code != 0 || !strings.Contains(list.String(), `\"data\":[]`) {
 		t.Errorf("after the refusals acme's endpoints are %s, want none", list.String())
 	}
+}
+
+// serveInProcess runs `hookd serve` in this process on a fresh SQLite
+// database, with no master key, egress allowance or API key from the
+// environment, and an admin key for acme; it returns the database's path,
+// hookd's URL and the key. Not for parallel tests: it sets the process
+// environment (run reads HOOKD_*).
+func serveInProcess(t *testing.T) (db, url, key string) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "hookd.db")
+	t.Setenv("HOOKD_MASTER_KEY", "")
+	t.Setenv("HOOKD_EGRESS_ALLOW", "")
+	t.Setenv("HOOKD_API_KEY", "")
+	var keyOut, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"apikey", "create", "--owner", "acme", "--db", db, "--log-level", "warn"}, nil, &keyOut, &stderr); code != 0 {
+		t.Fatalf("apikey create: %d %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(keyOut.String()), "\n")
+	key = lines[len(lines)-1]
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	served := make(chan int, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--log-level", "warn"}, nil, pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "hookd listening on "); ok {
+				addr <- strings.Fields(a)[0]
+			}
+		}
+	}()
+	select {
+	case url = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hookd serve did not start")
+	}
+	return db, url, key
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,42 +14,8 @@ import (
 // while it runs (verified with the endpoint's secret) and deletes the
 // endpoint when it stops.
 func TestListenPoll(t *testing.T) {
-	// Not parallel: t.Setenv (run reads HOOKD_* from the process environment).
-	dir := t.TempDir()
-	db := filepath.Join(dir, "hookd.db")
-	t.Setenv("HOOKD_MASTER_KEY", "")
-	t.Setenv("HOOKD_EGRESS_ALLOW", "")
-	t.Setenv("HOOKD_API_KEY", "")
-	var keyOut, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"apikey", "create", "--owner", "acme", "--db", db, "--log-level", "warn"}, nil, &keyOut, &stderr); code != 0 {
-		t.Fatalf("apikey create: %d %s", code, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(keyOut.String()), "\n")
-	key := lines[len(lines)-1]
-
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	served := make(chan int, 1)
-	go func() {
-		served <- run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--log-level", "warn"}, nil, pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() { cancel(); <-served })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "hookd listening on "); ok {
-				addr <- strings.Fields(a)[0]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatal("hookd serve did not start")
-	}
+	// Not parallel: serveInProcess sets the process environment.
+	_, url, key := serveInProcess(t)
 	call := func(method, path, body string) int {
 		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
