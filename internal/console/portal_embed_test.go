@@ -105,15 +105,59 @@ func in[T any](frame context.Context, t *testing.T, a chromedp.Action[T]) T {
 	return v
 }
 
+// js evaluates expr in the frame's current document. A plain evaluation
+// holds no node id and no execution context across calls, so a page the
+// frame has just navigated to cannot leave it waiting on the old one.
+func js[T any](frame context.Context, t *testing.T, expr string) T {
+	t.Helper()
+	return in(frame, t, chromedp.Evaluate[T](expr))
+}
+
+// waitIn waits until sel is shown in the portal's frame. Each try is one
+// evaluation that waits on animation frames for up to 2 s; a try that
+// meets a navigation (its context destroyed) is simply tried again. On
+// giving up it says which page the frame shows instead.
+func waitIn(frame context.Context, t *testing.T, sel string) {
+	t.Helper()
+	expr := fmt.Sprintf(`new Promise(function (done) {
+  var end = performance.now() + 2000;
+  (function look() {
+    var e = document.querySelector(%q);
+    if (e && e.getClientRects().length > 0) return done(true);
+    if (performance.now() > end) return done(false);
+    requestAnimationFrame(look);
+  })();
+})`, sel)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(frame, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(frame, 5*time.Second)
+	defer cancel()
+	page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + (document.body ? document.body.innerText : "")`))
+	t.Fatalf("%s never showed in the portal frame; it shows %s", sel, page)
+}
+
 // clickIn clicks sel in the portal's frame from the page's own script: a
 // node id chromedp holds can go stale in a cross-site frame between the
 // query and the click.
 func clickIn(frame context.Context, t *testing.T, sel string) {
 	t.Helper()
-	in(frame, t, chromedp.WaitVisible(chromedp.CSS(sel)))
-	if !in(frame, t, chromedp.Evaluate[bool](fmt.Sprintf(`(function (e) { if (!e) return false; e.click(); return true; })(document.querySelector(%q))`, sel))) {
+	waitIn(frame, t, sel)
+	if !js[bool](frame, t, fmt.Sprintf(`(function (e) { if (!e) return false; e.click(); return true; })(document.querySelector(%q))`, sel)) {
 		t.Fatalf("no %s in the portal frame", sel)
 	}
+}
+
+// textIn is sel's text in the portal's frame.
+func textIn(frame context.Context, t *testing.T, sel string) string {
+	t.Helper()
+	return js[string](frame, t, fmt.Sprintf(`(function (e) { return e ? e.textContent.trim() : ""; })(document.querySelector(%q))`, sel))
 }
 
 // TestPortalEmbedded: a producer's page on http://127.0.0.1:A frames the
@@ -140,42 +184,42 @@ func TestPortalEmbedded(t *testing.T) {
 			if frame == nil {
 				t.Fatal("the allowed host page shows no portal in its frame")
 			}
-			if got := in(frame, t, chromedp.Text(chromedp.CSS("main h1"))); got != "Webhooks" {
+			if got := textIn(frame, t, "main h1"); got != "Webhooks" {
 				t.Fatalf("the framed portal says %q", got)
 			}
 			clickIn(frame, t, "a.button.primary")
-			in(frame, t, chromedp.WaitVisible(chromedp.ID("url")))
-			in(frame, t, chromedp.SendKeys(chromedp.ID("url"), rc.URL+"/hook"))
+			waitIn(frame, t, "#url")
+			js[bool](frame, t, fmt.Sprintf(`(function (e) { e.value = %q; e.dispatchEvent(new Event("input", {bubbles: true})); return true; })(document.getElementById("url"))`, rc.URL+"/hook"))
 			clickIn(frame, t, `input[value="invoice.paid"]`)
 			clickIn(frame, t, "form.form button[type=submit]")
-			in(frame, t, chromedp.WaitVisible(chromedp.ID("secret")))
-			secret := in(frame, t, chromedp.Value(chromedp.ID("secret")))
+			waitIn(frame, t, "#secret")
+			secret := js[string](frame, t, `document.getElementById("secret").value`)
 			if !strings.HasPrefix(secret, "whsec_") {
 				t.Fatalf("the secret read off the framed page is %q", secret)
 			}
 			rc.setSecret(secret)
 			clickIn(frame, t, "section.secret a.button")
-			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`form[data-async="send-test"] button`)))
-			if html := in(frame, t, chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, secret) {
+			waitIn(frame, t, `form[data-async="send-test"] button`)
+			if html := js[string](frame, t, `document.documentElement.outerHTML`); strings.Contains(html, secret) {
 				t.Fatal("the endpoint page shows the secret again")
 			}
 			clickIn(frame, t, `form[data-async="send-test"] button`)
 			rc.expect(t, "webhook.test")
-			in(frame, t, chromedp.WaitVisible(chromedp.CSS(`#delivery-rows tr[data-state="delivered"]`)))
+			waitIn(frame, t, `#delivery-rows tr[data-state="delivered"]`)
 			clickIn(frame, t, ".section-head a")
-			in(frame, t, chromedp.WaitVisible(chromedp.CSS("form.filters")))
-			if got := in(frame, t, chromedp.Text(chromedp.CSS("#delivery-rows"))); !strings.Contains(got, "webhook.test") {
+			waitIn(frame, t, "form.filters")
+			if got := textIn(frame, t, "#delivery-rows"); !strings.Contains(got, "webhook.test") {
 				t.Errorf("the framed log says %q", got)
 			}
-			if cookies := in(frame, t, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
+			if cookies := js[string](frame, t, `document.cookie`); cookies != "" {
 				t.Errorf("the portal set cookies: %q", cookies)
 			}
-			if back := in(frame, t, chromedp.AttributeValue(chromedp.CSS("header a.return"), "href")); back.Value != host.URL+"/" {
-				t.Errorf("return link %q", back.Value)
+			if back := js[string](frame, t, `(function (e) { return e ? e.getAttribute("href") : ""; })(document.querySelector("header a.return"))`); back != host.URL+"/" {
+				t.Errorf("return link %q", back)
 			}
 			// portal.js keeps the iframe as tall as the portal's page: the
 			// log page's height, told by postMessage to this origin only.
-			want := in(frame, t, chromedp.Evaluate[int](`Math.ceil(document.body.getBoundingClientRect().height)`))
+			want := js[int](frame, t, `Math.ceil(document.body.getBoundingClientRect().height)`)
 			hctx, cancel := context.WithTimeout(tab, 20*time.Second)
 			_, err := chromedp.Run(hctx, chromedp.Poll[bool](fmt.Sprintf(`parseInt(document.querySelector("hookd-portal iframe").style.height, 10) === %d`, want)))
 			cancel()
