@@ -50,7 +50,7 @@ func TestHandOverLooksAfterRelease(t *testing.T) {
 		// The holder sent it: its own job, deferred an hour, was deleted
 		// unrun when the drain's success was recorded (a woken job would
 		// have run and completed).
-		if j, err := b.h.Queue.JobGet(context.Background(), d.JobID); !errors.Is(err, river.ErrNotFound) {
+		if j, err := b.h.Jobs.JobGet(context.Background(), d.JobID); !errors.Is(err, river.ErrNotFound) {
 			t.Fatalf("the second delivery's job: %v, %v; want it deleted unrun", jobState(j), err)
 		}
 	})

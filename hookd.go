@@ -61,8 +61,8 @@ type Hookd struct {
 	ops      *ops.Service
 	// queue is the River client hookd inserts its jobs with: its own (an
 	// insert-only one unless Config.Work), or yours after UseRiver.
-	queue     store.Queue
-	ownRiver  store.Queue // hookd's own client, started by Start when Work
+	queue     store.JobClient
+	ownRiver  store.JobClient // hookd's own client, started by Start when Work
 	api       *httpapi.Server
 	usesYours bool // UseRiver was called
 	// uiCtx bounds River UI's background services; Close ends it.
@@ -75,7 +75,7 @@ type Hookd struct {
 func init() {
 	parts.Of = func(h any) *parts.Parts {
 		x := h.(*Hookd)
-		return &parts.Parts{DB: x.db, Delivery: x.delivery, Ops: x.ops, Queue: x.queue, API: x.api}
+		return &parts.Parts{DB: x.db, Delivery: x.delivery, Ops: x.ops, Jobs: x.queue, API: x.api}
 	}
 }
 
@@ -172,10 +172,10 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
+	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Jobs: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
 		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
-		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},
+		api:     &httpapi.Server{Ops: opsSvc, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},
 		metrics: m,
 	}
 	h.uiCtx, h.stopUI = context.WithCancel(context.Background())

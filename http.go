@@ -10,6 +10,7 @@ import (
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/openapi"
 	"github.com/hookd/hookd/internal/ops"
+	"github.com/hookd/hookd/internal/store"
 )
 
 // Handler serves hookd's HTTP API at the root of a server of its own: the
@@ -85,11 +86,11 @@ func (h *Hookd) handler(prefix string) (http.Handler, error) {
 // console builds the web page on hookd's ops under prefix, with River UI
 // on the River client hookd reads its jobs with.
 func (h *Hookd) console(prefix string) (http.Handler, error) {
-	tasks, err := console.NewRiverUI(h.uiCtx, h.queue, prefix, h.cfg.Log.With("component", "riverui"))
+	tasks, err := console.NewRiverUI(h.uiCtx, store.RiverClient(h.queue), prefix, h.cfg.Log.With("component", "riverui"))
 	if err != nil {
 		return nil, err
 	}
-	cc := console.Config{Ops: h.ops, DB: h.db, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins,
+	cc := console.Config{Ops: h.ops, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins,
 		NoKeySignin: h.cfg.ConsoleKeySigninOff, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")}
 	if o := h.cfg.OIDC; o != nil {
 		// Every process seals the flow's cookies alike: the callback may

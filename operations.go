@@ -18,6 +18,10 @@ import (
 // Config.MetricsOwnerLabels; mount it where your scraper reaches it.
 func (h *Hookd) MetricsHandler() http.Handler { return h.metrics.Handler() }
 
+// Engine names the database hookd runs on: "sqlite" or "postgres" (what
+// GET /healthz answers as its engine).
+func (h *Hookd) Engine() string { return string(h.db.Backend) }
+
 // Ready reports why hookd cannot serve now (nil: it can): the database
 // must answer, hookd's migrations be current, and hookd's own River client
 // run (when Config.Work). The API answers it at GET /readyz.

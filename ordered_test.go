@@ -181,7 +181,7 @@ func (b *bundle) deliveriesWaiting(epID string) []waitingOut {
 func (b *bundle) logDeliveries(epID string) {
 	for _, d := range b.deliveries(epID) {
 		b.t.Logf("%s %s %s attempts=%d next=%v job=%d %s", d.ID, d.EventID, d.State, d.Attempts, d.NextAttemptAt, d.JobID, d.LastError)
-		if j, err := b.h.Queue.JobGet(context.Background(), d.JobID); err == nil {
+		if j, err := b.h.Jobs.JobGet(context.Background(), d.JobID); err == nil {
 			b.t.Logf("  job %d %s attempt %d scheduled %v errors %d", j.ID, j.State, j.Attempt, j.ScheduledAt, len(j.Errors))
 		}
 	}

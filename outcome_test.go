@@ -17,7 +17,7 @@ import (
 
 func (b *bundle) job(id int64) *rivertype.JobRow {
 	b.t.Helper()
-	j, err := b.h.Queue.JobGet(context.Background(), id)
+	j, err := b.h.Jobs.JobGet(context.Background(), id)
 	if err != nil {
 		b.t.Fatalf("job %d: %v", id, err)
 	}
@@ -38,7 +38,7 @@ func (b *bundle) waitJob(id int64, cond func(*rivertype.JobRow) bool) *rivertype
 // its backoff (the schedule itself is asserted from scheduled_at).
 func (b *bundle) retryNow(id int64) {
 	b.t.Helper()
-	if _, err := b.h.Queue.JobRetry(context.Background(), id); err != nil {
+	if _, err := b.h.Jobs.JobRetry(context.Background(), id); err != nil {
 		b.t.Fatalf("retry job %d: %v", id, err)
 	}
 }

@@ -187,7 +187,7 @@ func settleNudged(b *bundle, epID, eventID, state string) {
 	b.t.Helper()
 	b.waitDelivery(epID, eventID, 20*time.Second, func(d deliveryOut) bool {
 		if d.State == "pending" && d.Attempts == 0 && d.JobID != 0 {
-			_, _ = b.h.Queue.JobRetry(context.Background(), d.JobID) // the cooldown: not what is tested
+			_, _ = b.h.Jobs.JobRetry(context.Background(), d.JobID) // the cooldown: not what is tested
 		}
 		return d.State == state
 	})

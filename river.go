@@ -63,7 +63,7 @@ func (h *Hookd) UseRiver(client any) error {
 	if err != nil {
 		return fmt.Errorf("UseRiver: %w", err)
 	}
-	h.queue, h.api.Queue, h.ops.Queue, h.usesYours = q, q, q, true
+	h.queue, h.ops.Jobs, h.usesYours = q, q, true
 	return nil
 }
 

@@ -98,13 +98,7 @@ func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		var ks []*owner.APIKey
-		var err error
-		if *ownerID == "" {
-			ks, err = app.DB.Q().AllAPIKeys(ctx)
-		} else {
-			ks, err = app.DB.Q().ListAPIKeys(ctx, *ownerID)
-		}
+		ks, err := app.Ops.ListKeys(ctx, *ownerID)
 		if err != nil {
 			return err
 		}
@@ -144,7 +138,7 @@ func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		k, err := app.DB.Q().RevokeAPIKeyByID(ctx, pos[0], app.now())
+		k, err := app.Ops.RevokeKeyByID(ctx, pos[0], "hookd apikey revoke")
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/parts"
@@ -29,8 +28,6 @@ func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, erro
 	}
 	return &hookdApp{h, parts.Of(h)}, nil
 }
-
-func (a *hookdApp) now() int64 { return time.Now().UnixMicro() }
 
 // closing closes c as a command returns and adds a failure to close to the
 // command's error (deferred: defer closing(&err, c)), so no Close error is

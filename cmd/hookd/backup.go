@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/internal/cliflag"
+	"github.com/hookd/hookd/internal/dbadmin"
 	"github.com/hookd/hookd/internal/endpoint"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // pgBackupHint is what backup and restore say to a PostgreSQL user.
@@ -36,7 +36,7 @@ func backupCmd(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if f.isPostgres() {
 		return fs.Errorf("--db is PostgreSQL: hookd backup copies an SQLite database; %s", pgBackupHint)
 	}
-	info, err := store.BackupSQLite(ctx, f.sqlitePath(), *to)
+	info, err := dbadmin.BackupSQLite(ctx, f.sqlitePath(), *to)
 	if err != nil {
 		return err
 	}
@@ -66,13 +66,13 @@ func restoreCmd(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if f.isPostgres() {
 		return fs.Errorf("--db is PostgreSQL: hookd restore writes an SQLite database; %s", pgBackupHint)
 	}
-	check := func(info *store.BackupInfo) error {
+	check := func(info *dbadmin.BackupInfo) error {
 		if *ignoreKey || info.Sealed == nil {
 			return nil
 		}
 		return f.keyOpens(info.Sealed)
 	}
-	info, err := store.RestoreSQLite(ctx, *from, f.sqlitePath(), check)
+	info, err := dbadmin.RestoreSQLite(ctx, *from, f.sqlitePath(), check)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (f *dbFlags) keyOpens(sealed []byte) error {
 
 // describeBackup summarises a backup for a person: its size, migrations
 // and deliveries.
-func describeBackup(b *store.BackupInfo) string {
+func describeBackup(b *dbadmin.BackupInfo) string {
 	var states []string
 	for state, n := range b.Deliveries {
 		states = append(states, fmt.Sprintf("%d %s", n, state))

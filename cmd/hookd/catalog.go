@@ -8,14 +8,11 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/profile"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // The shared catalog is database state: every `hookd serve` adds its
@@ -52,7 +49,7 @@ func catalogList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		ts, err := app.DB.Q().SharedEventTypes(ctx)
+		ts, err := app.Ops.SharedEventTypes(ctx)
 		if err != nil {
 			return err
 		}
@@ -108,12 +105,7 @@ func catalogRemove(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		// A catalog change is an admin change: its record goes in the
-		// same transaction (there is no op for it: only the CLI makes it).
-		ctx, _ := audit.Start(ctx, audit.Record{At: time.Now().UTC(), Actor: audit.Actor{Kind: audit.KindCLI, Name: "hookd catalog remove"},
-			Op: "catalog.remove", Resource: "catalog", ResourceID: "shared", Changes: []audit.Change{{Field: "event_types", Old: names}}}, nil)
-		err := app.DB.InTx(ctx, func(q *store.Q) error { return q.RemoveSharedEventTypes(ctx, names) })
-		if err != nil {
+		if err := app.Ops.RemoveSharedEventTypes(ctx, names, "hookd catalog remove"); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "removed %d shared event type(s): %s\n", len(names), strings.Join(names, ", "))

@@ -54,7 +54,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	app := &hookdApp{h, parts.Of(h)}
 	defer closing(&err, app)
-	srv, err := mcpserver.New(mcpserver.Config{Ops: app.Ops, Log: app.API.Log})
+	srv, err := mcpserver.New(mcpserver.Config{Ops: app.Ops, Log: log})
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if *key == "" {
 			return app.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator, Actor: audit.Actor{Kind: audit.KindMCP, ID: "local", Name: "hookd mcp (stdio)"}}, *ownerName)
 		}
-		return app.API.Authenticate(ctx, "Bearer "+*key, *ownerName)
+		return app.Ops.Authenticate(ctx, *key, *ownerName, false)
 	}
 	if _, err := caller(ctx); err != nil {
 		return fmt.Errorf("--key/--owner: %w", err)

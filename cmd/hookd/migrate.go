@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/cliflag"
-	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/dbadmin"
 )
 
 const migrateUsage = `usage: hookd migrate [up|status] [flags]
@@ -53,7 +53,7 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 		return err
 	}
 	if *dryRun {
-		return withMigrations(ctx, &f, stderr, func(ms []store.Migration, note string) error {
+		return withMigrations(ctx, &f, stderr, func(ms []dbadmin.Migration, note string) error {
 			return printPendingSQL(stdout, ms, note)
 		})
 	}
@@ -61,12 +61,7 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 	if err != nil {
 		return fs.Errorf("%v", err)
 	}
-	db, err := store.Open(ctx, store.Config{URL: f.db, Schema: f.schema, Log: log})
-	if err != nil {
-		return err
-	}
-	defer closing(&err, db)
-	if err := db.Migrate(ctx); err != nil {
+	if err := dbadmin.Migrate(ctx, f.db, f.schema, log); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations applied")
@@ -83,7 +78,7 @@ func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	return withMigrations(ctx, &f, stderr, func(ms []store.Migration, note string) error {
+	return withMigrations(ctx, &f, stderr, func(ms []dbadmin.Migration, note string) error {
 		return printMigrations(stdout, ms, note)
 	})
 }
@@ -91,7 +86,7 @@ func migrateStatus(ctx context.Context, args []string, stdout, stderr io.Writer)
 // withMigrations reads the migrations of the flags' database without
 // changing it. A missing SQLite file is not created: an empty in-memory
 // database stands in (every migration pending), and note says so.
-func withMigrations(ctx context.Context, f *dbFlags, stderr io.Writer, do func(ms []store.Migration, note string) error) (err error) {
+func withMigrations(ctx context.Context, f *dbFlags, stderr io.Writer, do func(ms []dbadmin.Migration, note string) error) (err error) {
 	log, err := f.logger(stderr)
 	if err != nil {
 		return err
@@ -103,12 +98,7 @@ func withMigrations(ctx context.Context, f *dbFlags, stderr io.Writer, do func(m
 			url, note = ":memory:", fmt.Sprintf("%s does not exist yet: a new database gets every migration", path)
 		}
 	}
-	db, err := store.Open(ctx, store.Config{URL: url, Schema: f.schema, Log: log})
-	if err != nil {
-		return err
-	}
-	defer closing(&err, db)
-	ms, err := db.Migrations(ctx)
+	ms, err := dbadmin.Migrations(ctx, url, f.schema, log)
 	if err != nil {
 		return err
 	}
@@ -116,7 +106,7 @@ func withMigrations(ctx context.Context, f *dbFlags, stderr io.Writer, do func(m
 }
 
 // printMigrations writes the migrations as a table and a summary line.
-func printMigrations(w io.Writer, ms []store.Migration, note string) error {
+func printMigrations(w io.Writer, ms []dbadmin.Migration, note string) error {
 	if note != "" {
 		fmt.Fprintln(w, note)
 	}
@@ -157,7 +147,7 @@ func printMigrations(w io.Writer, ms []store.Migration, note string) error {
 
 // printPendingSQL writes the SQL of every pending migration, in the order
 // `hookd migrate` would run it.
-func printPendingSQL(w io.Writer, ms []store.Migration, note string) error {
+func printPendingSQL(w io.Writer, ms []dbadmin.Migration, note string) error {
 	if note != "" {
 		fmt.Fprintf(w, "-- %s\n", note)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,8 +21,6 @@ import (
 	"github.com/hookd/hookd/internal/gctune"
 	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/parts"
-	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/tracing"
 	"github.com/hookd/hookd/internal/version"
 )
@@ -154,7 +153,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer closing(&err, h)
-	backend := parts.Of(h).DB.Backend
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
@@ -164,7 +162,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	api := http.NewServeMux()
 	api.Handle("/", h.Handler())
 	if *metricsAddr != "" {
-		msrv, ln, err := listen(*metricsAddr, probesMux(h, backend), errc)
+		msrv, ln, err := listen(*metricsAddr, probesMux(h, log), errc)
 		if err != nil {
 			return err
 		}
@@ -179,11 +177,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			return err
 		}
 		servers = append(servers, srv)
-		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, backend)
+		fmt.Fprintf(stdout, "hookd listening on http://%s (role %s, %s)\n", ln.Addr(), *role, h.Engine())
 	} else {
-		fmt.Fprintf(stdout, "hookd worker running (%s)\n", backend)
+		fmt.Fprintf(stdout, "hookd worker running (%s)\n", h.Engine())
 	}
-	log.Info("hookd started", "role", *role, "engine", backend, "db", redactURL(f.db), "version", version.Get().Version, "tracing", tp != nil)
+	log.Info("hookd started", "role", *role, "engine", h.Engine(), "db", redactURL(f.db), "version", version.Get().Version, "tracing", tp != nil)
 
 	select {
 	case <-ctx.Done():
@@ -222,11 +220,11 @@ func listen(addr string, handler http.Handler, errc chan<- error) (*http.Server,
 
 // probesMux is the --metrics-addr listener: /metrics and the probes, no
 // API (a worker's only listener, usually).
-func probesMux(h *hookd.Hookd, backend store.Backend) http.Handler {
+func probesMux(h *hookd.Hookd, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h.MetricsHandler())
-	mux.Handle("GET /healthz", httpapi.Health(backend))
-	mux.Handle("GET /readyz", httpapi.Readiness(h.Ready, parts.Of(h).API.Log))
+	mux.Handle("GET /healthz", httpapi.Health(h.Engine()))
+	mux.Handle("GET /readyz", httpapi.Readiness(h.Ready, log))
 	return mux
 }
 

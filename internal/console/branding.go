@@ -108,7 +108,7 @@ func (c *Console) portalLogo(w http.ResponseWriter, r *http.Request) {
 // sniffed as when it was put, and nothing else: no sniffing by the
 // browser, no script or style in its context, no other site's embedding.
 func (c *Console) serveLogo(w http.ResponseWriter, r *http.Request, ownerID string) {
-	l, err := c.cfg.DB.Q().GetPortalLogo(r.Context(), ownerID)
+	l, err := c.cfg.Ops.Pages().GetPortalLogo(r.Context(), ownerID)
 	if err != nil {
 		if apperr.IsNotFound(err) {
 			http.NotFound(w, r)

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/store"
 )
 
 //go:embed templates/*.html
@@ -32,7 +31,6 @@ var staticFS embed.FS
 // Config wires the console.
 type Config struct {
 	Ops *ops.Service
-	DB  *store.DB
 	// Tasks is River UI, served at /admin/tasks/ to operator sessions only
 	// (nil: no River UI); build it with NewRiverUI and the same Prefix.
 	Tasks http.Handler

@@ -79,7 +79,7 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, s *sessio
 
 // wordsOf is the session owner's words (the layout's, for handlers).
 func (c *Console) wordsOf(r *http.Request, s *session) words {
-	if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
+	if o, err := c.cfg.Ops.Pages().GetOwner(r.Context(), s.OwnerID); err == nil {
 		return wordsFor(o.Profile)
 	}
 	return standardWords

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/ops"
 )
 
@@ -83,7 +82,7 @@ func resentNotice(r *http.Request, l *locale) string {
 // resendEvent sends one event again to its endpoints (events.resend) and
 // comes back to the search it was found by.
 func (c *Console) resendEvent(w http.ResponseWriter, r *http.Request, s *session) {
-	out, err := callAs[delivery.Resent](r.Context(), c, s, "events.resend", &ops.ResendIn{ID: r.PathValue("id")})
+	out, err := callAs[ops.Resent](r.Context(), c, s, "events.resend", &ops.ResendIn{ID: r.PathValue("id")})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return

@@ -16,8 +16,8 @@ import (
 	httphelper "github.com/zitadel/oidc/v3/pkg/http"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 
+	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // Console sign-in through the company's identity provider: OpenID Connect's
@@ -188,8 +188,8 @@ func (c *Console) oidcSession(w http.ResponseWriter, r *http.Request, claims *oi
 		return
 	}
 	started := c.startSession(w, r, role, ownerID, func(hash []byte, actsOn string, now time.Time) error {
-		st := &store.Session{Subject: claims.Subject, User: userName(claims), Role: role, KeyOwner: ownerID, OwnerID: actsOn, ExpiresAt: now.Add(c.cfg.SessionTTL)}
-		return c.cfg.DB.Q().CreateUserSession(ctx, hash, st, now)
+		st := &ops.Session{Subject: claims.Subject, User: userName(claims), Role: role, KeyOwner: ownerID, OwnerID: actsOn, ExpiresAt: now.Add(c.cfg.SessionTTL)}
+		return c.cfg.Ops.Pages().CreateUserSession(ctx, hash, st, now)
 	})
 	if !started {
 		return

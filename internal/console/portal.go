@@ -13,7 +13,6 @@ import (
 	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // The tenant portal is the console's owner pages behind a one-time link,
@@ -108,7 +107,7 @@ func (c *Console) portalMux() *http.ServeMux {
 func (c *Console) brandCSS(w http.ResponseWriter, r *http.Request) {
 	s := portalSessionOf(r)
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID)
+	o, err := c.cfg.Ops.Pages().GetOwner(r.Context(), s.OwnerID)
 	if err != nil {
 		return
 	}
@@ -158,9 +157,9 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := c.cfg.Now()
 	hash := ops.HashPortalToken(r.PathValue("link"))
-	g, err := c.cfg.DB.Q().TakePortalLink(ctx, hash, now)
+	g, err := c.cfg.Ops.Pages().TakePortalLink(ctx, hash, now)
 	if err != nil {
-		if l := c.cfg.DB.Q().PortalLinkLocale(ctx, hash); l != "" {
+		if l := c.cfg.Ops.Pages().PortalLinkLocale(ctx, hash); l != "" {
 			r = r.WithContext(context.WithValue(ctx, portalBaseKey{}, &portalSession{locale: l}))
 		}
 		c.linkGone(w, r, err)
@@ -171,11 +170,11 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if err := c.cfg.DB.Q().CreatePortalSession(ctx, hashPortalSession(token), g, now); err != nil {
+	if err := c.cfg.Ops.Pages().CreatePortalSession(ctx, hashPortalSession(token), g, now); err != nil {
 		c.fail(w, r, nil, err)
 		return
 	}
-	if o, err := c.cfg.DB.Q().GetOwner(ctx, g.OwnerID); err == nil {
+	if o, err := c.cfg.Ops.Pages().GetOwner(ctx, g.OwnerID); err == nil {
 		c.setFraming(w, o)
 	}
 	http.Redirect(w, r, c.cfg.Prefix+"/portal/s/"+token+"/", http.StatusSeeOther)
@@ -188,11 +187,11 @@ type goneData struct {
 func (c *Console) linkGone(w http.ResponseWriter, r *http.Request, err error) {
 	var reason string
 	switch {
-	case errors.Is(err, store.ErrLinkUsed):
+	case errors.Is(err, ops.ErrLinkUsed):
 		reason = "portal.gone.used"
-	case errors.Is(err, store.ErrLinkExpired):
+	case errors.Is(err, ops.ErrLinkExpired):
 		reason = "portal.gone.expired"
-	case errors.Is(err, store.ErrLinkUnknown):
+	case errors.Is(err, ops.ErrLinkUnknown):
 		reason = "portal.gone.unknown"
 	case apperr.CodeOf(err) == apperr.Unauthorized:
 		reason = "portal.gone.ended"
@@ -212,12 +211,12 @@ func hashPortalSession(token string) []byte {
 // rest of the path from the portal's routes.
 func (c *Console) servePortal(w http.ResponseWriter, r *http.Request) {
 	token := r.PathValue("token")
-	g, err := c.cfg.DB.Q().PortalSessionByHash(r.Context(), hashPortalSession(token), c.cfg.Now())
+	g, err := c.cfg.Ops.Pages().PortalSessionByHash(r.Context(), hashPortalSession(token), c.cfg.Now())
 	if err != nil {
 		c.linkGone(w, r, err)
 		return
 	}
-	o, err := c.cfg.DB.Q().GetOwner(r.Context(), g.OwnerID)
+	o, err := c.cfg.Ops.Pages().GetOwner(r.Context(), g.OwnerID)
 	if err != nil {
 		c.linkGone(w, r, apperr.New(apperr.Unauthorized, "owner gone"))
 		return
@@ -225,7 +224,7 @@ func (c *Console) servePortal(w http.ResponseWriter, r *http.Request) {
 	c.setFraming(w, o)
 	p := &portalSession{base: c.cfg.Prefix + "/portal/s/" + token, features: g.Features, readOnly: g.ReadOnly, locale: g.Locale, returnURL: g.ReturnURL}
 	s := &session{
-		Session: &store.Session{KeyID: "portal", Role: owner.Admin, KeyOwner: g.OwnerID, OwnerID: g.OwnerID, ExpiresAt: g.ExpiresAt},
+		Session: &ops.Session{KeyID: "portal", Role: owner.Admin, KeyOwner: g.OwnerID, OwnerID: g.OwnerID, ExpiresAt: g.ExpiresAt},
 		csrf:    csrfToken("portal:" + token),
 		portal:  p,
 		// The session's token is a credential: the record names the

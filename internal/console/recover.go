@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/ops"
 )
 
@@ -48,7 +47,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request, s *session) {
 // background recovery of an endpoint.
 type taskPage struct {
 	Job        *ops.TaskView
-	Recovery   *delivery.Recovery
+	Recovery   *ops.Recovery
 	EndpointID string
 }
 
@@ -72,7 +71,7 @@ func (c *Console) showRecovery(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, notFound("no recovery %s", r.PathValue("task")))
 		return
 	}
-	rec, err := callAs[delivery.Recovery](r.Context(), c, s, "webhooks.recovery", &ops.RecoveryRef{ID: id, TaskID: task})
+	rec, err := callAs[ops.Recovery](r.Context(), c, s, "webhooks.recovery", &ops.RecoveryRef{ID: id, TaskID: task})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return

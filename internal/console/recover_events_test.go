@@ -70,7 +70,7 @@ func (s *site) waitStates(ep string, n int, state string) {
 		for _, d := range list.Data {
 			done = done && d.State == state
 			if d.State == "pending" && d.Attempts == 0 && d.JobID != 0 {
-				_, _ = s.h.Queue.JobRetry(s.t.Context(), d.JobID)
+				_, _ = s.h.Jobs.JobRetry(s.t.Context(), d.JobID)
 			}
 		}
 		if done {

@@ -147,7 +147,7 @@ func (c *Console) localeOf(r *http.Request, s *session) *locale {
 		settings = append(settings, p.locale)
 	}
 	if s != nil && s.OwnerID != "" {
-		if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
+		if o, err := c.cfg.Ops.Pages().GetOwner(r.Context(), s.OwnerID); err == nil {
 			settings = append(settings, o.Attributes[ops.AttrLocale])
 		}
 	}
@@ -188,13 +188,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	if s != nil {
 		v.Session = &sessionView{Role: s.Role, OwnerID: s.OwnerID, Operator: s.operator(), CSRF: s.csrf, portal: s.portal}
 		if s.OwnerID != "" {
-			if o, err := c.cfg.DB.Q().GetOwner(r.Context(), s.OwnerID); err == nil {
+			if o, err := c.cfg.Ops.Pages().GetOwner(r.Context(), s.OwnerID); err == nil {
 				v.Words = wordsFor(o.Profile).in(l)
 				if s.portal != nil {
 					v.Portal = &portalView{Title: o.Attributes[ops.AttrPortalTitle], ReturnURL: s.portal.returnURL, LogoURL: o.Attributes[ops.AttrPortalLogoURL],
 						FrameOrigins: strings.Join(c.frameOrigins(o), " ")}
 					// An uploaded logo, served by hookd, before a URL's.
-					if at, err := c.cfg.DB.Q().PortalLogoStamp(r.Context(), o.ID); err == nil && at != 0 {
+					if at, err := c.cfg.Ops.Pages().PortalLogoStamp(r.Context(), o.ID); err == nil && at != 0 {
 						v.Portal.LogoURL = s.portal.base + "/logo?v=" + strconv.FormatInt(at, 10)
 					}
 				}
@@ -202,7 +202,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		}
 		v.Session.GrantsNav = v.Words.Grants && !c.cfg.Ops.ForeignGrants && v.Session.Sees(ops.FeatureGrants)
 		if s.operator() {
-			if all, err := c.cfg.DB.Q().ListOwners(r.Context()); err == nil {
+			if all, err := c.cfg.Ops.Pages().ListOwners(r.Context()); err == nil {
 				for _, o := range all {
 					v.Session.Owners = append(v.Session.Owners, o.ID)
 				}

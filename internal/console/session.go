@@ -16,7 +16,6 @@ import (
 	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 )
 
 const cookieName = "hookd_session"
@@ -24,7 +23,7 @@ const cookieName = "hookd_session"
 // session is a signed-in browser: the stored session and its token's CSRF
 // value.
 type session struct {
-	*store.Session
+	*ops.Session
 	hash []byte
 	csrf string
 	// portal is set for a portal session (nil: a console sign-in).
@@ -100,14 +99,14 @@ func (c *Console) session(r *http.Request) (*session, error) {
 		return nil, apperr.New(apperr.Unauthorized, "not signed in: sign in at %s/admin/signin", c.cfg.Prefix)
 	}
 	hash := hashToken(ck.Value)
-	st, err := c.cfg.DB.Q().SessionByHash(r.Context(), hash, c.cfg.Now())
+	st, err := c.cfg.Ops.Pages().SessionByHash(r.Context(), hash, c.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
 	if st.Revoked {
 		// A revoked key ends its sessions at their next request: this
 		// one, and with it every other of the key.
-		if err := c.cfg.DB.Q().DeleteKeySessions(r.Context(), st.KeyID); err != nil {
+		if err := c.cfg.Ops.Pages().DeleteKeySessions(r.Context(), st.KeyID); err != nil {
 			c.cfg.Log.Warn("end revoked session", "error", err)
 		}
 		return nil, apperr.New(apperr.Unauthorized, "API key %s was revoked: sign in with another key", st.KeyID)
@@ -183,7 +182,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	k, err := c.cfg.DB.Q().APIKeyByHash(ctx, owner.HashKey(key))
+	k, err := c.cfg.Ops.Pages().APIKey(ctx, owner.HashKey(key))
 	switch {
 	case apperr.CodeOf(err) == apperr.Unauthorized:
 		again(http.StatusUnauthorized, l.T("signin.err.unknown"))
@@ -199,7 +198,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := c.startSession(w, r, k.Role, k.OwnerID, func(hash []byte, ownerID string, now time.Time) error {
-		return c.cfg.DB.Q().CreateSession(ctx, hash, k.ID, ownerID, now, now.Add(c.cfg.SessionTTL))
+		return c.cfg.Ops.Pages().CreateSession(ctx, hash, k.ID, ownerID, now, now.Add(c.cfg.SessionTTL))
 	})
 	if started {
 		http.Redirect(w, r, c.safeNext(next), http.StatusSeeOther)
@@ -223,7 +222,7 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, role owne
 		c.fail(w, r, nil, err)
 		return false
 	}
-	if _, err := c.cfg.DB.Q().PruneSessions(r.Context(), c.cfg.Now()); err != nil {
+	if _, err := c.cfg.Ops.Pages().PruneSessions(r.Context(), c.cfg.Now()); err != nil {
 		c.cfg.Log.Warn("prune console sessions", "error", err)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode,
@@ -232,7 +231,7 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, role owne
 }
 
 func (c *Console) firstOwner(ctx context.Context) string {
-	all, err := c.cfg.DB.Q().ListOwners(ctx)
+	all, err := c.cfg.Ops.Pages().ListOwners(ctx)
 	if err != nil || len(all) == 0 {
 		return ""
 	}
@@ -244,7 +243,7 @@ func (c *Console) firstOwner(ctx context.Context) string {
 // console, which would otherwise still sign the browser in.
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 	for _, ck := range r.CookiesNamed(cookieName) {
-		if err := c.cfg.DB.Q().DeleteSession(r.Context(), hashToken(ck.Value)); err != nil {
+		if err := c.cfg.Ops.Pages().DeleteSession(r.Context(), hashToken(ck.Value)); err != nil {
 			c.fail(w, r, s, err)
 			return
 		}
@@ -267,7 +266,7 @@ func (c *Console) switchOwner(w http.ResponseWriter, r *http.Request, s *session
 		c.fail(w, r, s, err)
 		return
 	}
-	if err := c.cfg.DB.Q().SetSessionOwner(r.Context(), s.hash, id); err != nil {
+	if err := c.cfg.Ops.Pages().SetSessionOwner(r.Context(), s.hash, id); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}

@@ -15,20 +15,20 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // TasksPrefix is where River UI is mounted (under the console's prefix).
 const TasksPrefix = "/admin/tasks"
 
-// NewRiverUI builds River UI on hookd's River client (either engine), for
+// NewRiverUI builds River UI on hookd's River client (either engine: a
+// *river.Client[pgx.Tx] or a *river.Client[*sql.Tx]), for
 // a console mounted under prefix (Config.Prefix). Its background services
 // (job-count caches, a few queries a minute) start at its first request and
 // run until ctx ends: a process nobody opens River UI on pays nothing for
 // it.
-func NewRiverUI(ctx context.Context, q store.Queue, prefix string, log *slog.Logger) (http.Handler, error) {
+func NewRiverUI(ctx context.Context, client any, prefix string, log *slog.Logger) (http.Handler, error) {
 	opts := &riverui.HandlerOpts{Logger: log, Prefix: prefix + TasksPrefix}
-	switch c := store.RiverClient(q).(type) {
+	switch c := client.(type) {
 	case *river.Client[pgx.Tx]:
 		opts.Endpoints = riverui.NewEndpoints(c, nil)
 	case *river.Client[*sql.Tx]:

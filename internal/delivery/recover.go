@@ -64,10 +64,10 @@ func (w *recoverWorker) Work(ctx context.Context, job *river.Job[RecoverArgs]) e
 		return river.JobCancel(err)
 	}
 	progress := func(n int) {
-		if s.db.Queue() == nil {
+		if s.db.Jobs() == nil {
 			return
 		}
-		if _, err := s.db.Queue().JobUpdate(ctx, job.ID, &river.JobUpdateParams{Output: RecoverProgress{Recovered: n, Total: a.Total}}); err != nil {
+		if _, err := s.db.Jobs().JobUpdate(ctx, job.ID, &river.JobUpdateParams{Output: RecoverProgress{Recovered: n, Total: a.Total}}); err != nil {
 			s.log.Warn("recording a recovery's progress failed; it goes on", "job", job.ID, "error", err)
 		}
 	}
@@ -114,10 +114,10 @@ type Recovery struct {
 // deleted it (a day after it finished).
 func (s *Service) GetRecovery(ctx context.Context, ownerID, endpointID string, id int64) (*Recovery, error) {
 	notFound := apperr.New(apperr.NotFound, "no recovery %d of endpoint %s (River forgets a finished one after a day)", id, endpointID)
-	if s.db.Queue() == nil {
+	if s.db.Jobs() == nil {
 		return nil, notFound
 	}
-	job, err := s.db.Queue().JobGet(ctx, id)
+	job, err := s.db.Jobs().JobGet(ctx, id)
 	if errors.Is(err, river.ErrNotFound) {
 		return nil, notFound
 	}

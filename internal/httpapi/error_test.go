@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/hookd/hookd/internal/apperr"
 )
 
 // TestWriteErrorLogLevel: a failure is logged as an error, but the same
@@ -35,7 +37,7 @@ func TestWriteErrorLogLevel(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			r := httptest.NewRequestWithContext(c.ctx, http.MethodPost, "/api/v1/events", nil)
 			w := httptest.NewRecorder()
-			WriteError(w, r, log, c.err)
+			apperr.Write(w, r, log, c.err)
 			if !strings.Contains(logs.String(), c.want) || strings.Count(logs.String(), "\n") != 1 {
 				t.Errorf("logged %q, want one line with %s", logs.String(), c.want)
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/http"
 
+	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/ops"
 )
 
@@ -14,7 +15,7 @@ import (
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	q := r.URL.Query()
@@ -43,7 +44,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if !started {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	if err == nil {

@@ -7,17 +7,16 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/version"
 )
 
 // Health answers GET /healthz: the process is alive (it asks nothing of the
 // database; /readyz does), with the build's version and VCS revision
 // (commit time and modified flag when known; else revision says unknown).
-func Health(backend store.Backend) http.HandlerFunc {
+func Health(engine string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := version.Get()
-		out := map[string]any{"ok": true, "version": v.Version, "revision": v.RevisionText(), "engine": backend}
+		out := map[string]any{"ok": true, "version": v.Version, "revision": v.RevisionText(), "engine": engine}
 		if v.Revision != "" {
 			out["modified"] = v.Modified
 			if v.Time != "" {
@@ -37,7 +36,7 @@ func Readiness(ready func(context.Context) error, log *slog.Logger) http.Handler
 		defer cancel()
 		if ready != nil {
 			if err := ready(ctx); err != nil {
-				WriteError(w, r, log, apperr.New(apperr.Unavailable, "not ready: %v", err))
+				apperr.Write(w, r, log, apperr.New(apperr.Unavailable, "not ready: %v", err))
 				return
 			}
 		}

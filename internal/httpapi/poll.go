@@ -19,18 +19,18 @@ import (
 func (s *Server) poll(w http.ResponseWriter, r *http.Request) {
 	e, err := s.Ops.PollConsumer(r.Context(), r.Header.Get("Authorization"), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	q := r.URL.Query()
 	limit, err := queryInt("limit", q.Get("limit"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	wait, err := parseWait(q.Get("wait"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	s.Metrics.Poll("poll")
@@ -39,7 +39,7 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return // the consumer went away while it waited
 		}
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -50,19 +50,19 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pollAck(w http.ResponseWriter, r *http.Request) {
 	e, err := s.Ops.PollConsumer(r.Context(), r.Header.Get("Authorization"), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	var in struct {
 		Cursor string `json:"cursor"`
 	}
 	if err := bind(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	pos, err := s.Ops.Ack(r.Context(), e, in.Cursor)
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, pos)
@@ -72,18 +72,18 @@ func (s *Server) pollAck(w http.ResponseWriter, r *http.Request) {
 func (s *Server) pollSeek(w http.ResponseWriter, r *http.Request) {
 	e, err := s.Ops.PollConsumer(r.Context(), r.Header.Get("Authorization"), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	var in ops.SeekIn
 	if err := bind(w, r, &in); err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	in.ID = e.ID
 	pos, err := s.Ops.Seek(r.Context(), e, &in)
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, pos)

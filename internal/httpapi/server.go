@@ -11,20 +11,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/metrics"
 	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/tracing"
 )
 
 // Server is the REST projection of the ops.
 type Server struct {
-	Ops   *ops.Service
-	DB    *store.DB
-	Queue store.Queue
-	Log   *slog.Logger
+	Ops *ops.Service
+	Log *slog.Logger
 	// Extra mounts more handlers (MCP, OpenAPI) on the same mux.
 	Extra map[string]http.Handler
 	// Console, when set, is the web page: it answers /, /admin/… and
@@ -49,7 +44,7 @@ func (s *Server) Handler() http.Handler {
 	for _, op := range s.Ops.Ops() {
 		mux.Handle(op.Method+" "+op.Path, s.opHandler(op))
 	}
-	mux.HandleFunc("GET /healthz", Health(s.DB.Backend))
+	mux.HandleFunc("GET /healthz", Health(s.Ops.Engine()))
 	mux.HandleFunc("GET /readyz", Readiness(s.Ready, s.Log))
 	mux.HandleFunc("GET /admin/tasks", s.tasks)
 	mux.HandleFunc("GET /api/admin/webhooks/{id}/deliveries/export", s.export)
@@ -64,7 +59,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/{$}", s.Console)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
+		apperr.Write(w, r, s.Log, apperr.New(apperr.NotFound, "no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
@@ -90,13 +85,13 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r), op.ConfirmsKey)
 		if err != nil {
-			WriteError(w, r, s.Log, err)
+			apperr.Write(w, r, s.Log, err)
 			return
 		}
 		p.Actor.Remote = r.RemoteAddr
 		in := op.NewInput()
 		if err := bind(w, r, in); err != nil {
-			WriteError(w, r, s.Log, err)
+			apperr.Write(w, r, s.Log, err)
 			return
 		}
 		ctx := r.Context()
@@ -105,7 +100,7 @@ func (s *Server) opHandler(op *ops.Op) http.Handler {
 		}
 		out, err := op.Call(ctx, p, in)
 		if err != nil {
-			WriteError(w, r, s.Log, err)
+			apperr.Write(w, r, s.Log, err)
 			return
 		}
 		writeJSON(w, op.Status, out)
@@ -137,29 +132,11 @@ func (s *Server) Authenticate(ctx context.Context, authorization, ownerName stri
 }
 
 // authenticate is Authenticate; cached lets the key come from the key
-// cache, for an op that confirms it in its own transaction (ops.Op
-// ConfirmsKey).
+// cache (ops.Service.Authenticate).
 func (s *Server) authenticate(ctx context.Context, authorization, ownerName string, cached bool) (ops.Principal, error) {
 	token, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
-		return ops.Principal{}, apperr.New(apperr.Unauthorized, "missing API key: send Authorization: Bearer <key> (create one with `hookd apikey create --owner NAME`)")
+	if !ok {
+		token = ""
 	}
-	hash := owner.HashKey(strings.TrimSpace(token))
-	var k *owner.APIKey
-	var remembered bool
-	var err error
-	if cached {
-		k, remembered, err = s.DB.APIKeyByHashCached(ctx, hash)
-	} else {
-		k, err = s.DB.Q().APIKeyByHash(ctx, hash)
-	}
-	if err != nil {
-		return ops.Principal{}, err
-	}
-	if k.RevokedAt != nil {
-		return ops.Principal{}, apperr.New(apperr.Unauthorized, "API key %s was revoked", k.ID)
-	}
-	// An operator key has no owner of its own; ActAs applies the one named.
-	return s.Ops.ActAs(ctx, ops.Principal{KeyID: k.ID, Role: k.Role, OwnerID: k.OwnerID, KeyUnconfirmed: remembered,
-		Actor: audit.Actor{Kind: audit.KindAPIKey, ID: k.ID, Name: k.Prefix}}, ownerName)
+	return s.Ops.Authenticate(ctx, token, ownerName, cached)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
 )
 
 // DefaultHeartbeat is how often an idle poll stream writes a comment, so
@@ -20,7 +22,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	e, err := s.Ops.PollConsumer(ctx, r.Header.Get("Authorization"), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	after := r.Header.Get("Last-Event-ID")
@@ -34,7 +36,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	// The first read answers any error (a bad cursor: 422) before the stream begins.
 	page, err := s.Ops.Poll(ctx, e, after, 0, 0)
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	s.Metrics.Poll("stream")

@@ -13,17 +13,17 @@ import (
 func (s *Server) TaskJSON(w http.ResponseWriter, r *http.Request) {
 	p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"), ownerNamed(r))
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	id, err := strconv.ParseInt(r.URL.Query().Get("job"), 10, 64)
 	if err != nil {
-		WriteError(w, r, s.Log, apperr.New(apperr.Invalid, "query parameter job must be a job id"))
+		apperr.Write(w, r, s.Log, apperr.New(apperr.Invalid, "query parameter job must be a job id"))
 		return
 	}
 	out, err := s.Ops.Op("tasks.get").Call(r.Context(), p, &ops.TaskRef{Job: id})
 	if err != nil {
-		WriteError(w, r, s.Log, err)
+		apperr.Write(w, r, s.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

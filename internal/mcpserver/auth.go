@@ -9,7 +9,6 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/audit"
-	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/ops"
 )
 
@@ -65,7 +64,7 @@ func (s *Server) Handler(authn Authenticator) http.Handler {
 		}
 		p, err := authn(r.Context(), r.Header.Get("Authorization"), ownerName)
 		if err != nil {
-			httpapi.WriteError(w, r, s.log, err)
+			apperr.Write(w, r, s.log, err)
 			return
 		}
 		p.Actor.Kind, p.Actor.Remote = audit.KindMCP, r.RemoteAddr

@@ -22,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/httpapi"
 	"github.com/hookd/hookd/internal/openapi"
 	"github.com/hookd/hookd/internal/ops"
 )
@@ -192,7 +191,7 @@ func splitOwner(op *ops.Op, raw json.RawMessage) (json.RawMessage, string, error
 // errorResult is a tool error carrying the application error's code and
 // message; internal errors are logged and answered "internal error".
 func (s *Server) errorResult(op *ops.Op, err error) *mcp.CallToolResult {
-	body := httpapi.ErrorBodyOf(err)
+	body := apperr.BodyOf(err)
 	if apperr.Status(body.Error.Code) >= 500 {
 		s.log.Error("mcp tool failed", "tool", op.Name, "error", err)
 	}

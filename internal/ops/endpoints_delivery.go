@@ -77,8 +77,8 @@ func (s *Service) delivery(ctx context.Context, p Principal, in *DeliveryRef) (*
 			return nil, err
 		}
 	}
-	if d.JobID != 0 && s.Queue != nil {
-		if job, err := s.Queue.JobGet(ctx, d.JobID); err == nil {
+	if d.JobID != 0 && s.Jobs != nil {
+		if job, err := s.Jobs.JobGet(ctx, d.JobID); err == nil {
 			for _, e := range job.Errors {
 				out.Attempts = append(out.Attempts, TaskError{At: e.At, Attempt: e.Attempt, Error: e.Error})
 			}

@@ -22,8 +22,8 @@ type Service struct {
 	Delivery *delivery.Service
 	Profiles *profile.Registry
 	Sealer   *endpoint.Sealer
-	// Queue reads River's job rows (task pages, per-attempt errors).
-	Queue store.Queue
+	// Jobs reads River's job rows (task pages, per-attempt errors).
+	Jobs store.JobClient
 	// EgressAllow is passed to URL checks, so a URL that could never be
 	// delivered is refused at create time.
 	EgressAllow []netip.Prefix

@@ -51,10 +51,10 @@ func (s *Service) taskOps() []*Op {
 // deleted by River after a while; the delivery record stays.
 func (s *Service) task(ctx context.Context, p Principal, in *TaskRef) (*TaskView, error) {
 	notFound := apperr.New(apperr.NotFound, "job %d not found (finished jobs are removed after a while; the delivery record remains)", in.Job)
-	if in.Job <= 0 || s.Queue == nil {
+	if in.Job <= 0 || s.Jobs == nil {
 		return nil, notFound
 	}
-	job, err := s.Queue.JobGet(ctx, in.Job)
+	job, err := s.Jobs.JobGet(ctx, in.Job)
 	if err != nil {
 		return nil, notFound
 	}

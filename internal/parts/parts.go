@@ -15,9 +15,9 @@ type Parts struct {
 	DB       *store.DB
 	Delivery *delivery.Service
 	Ops      *ops.Service
-	// Queue is the River client hookd inserts its jobs with: its own, or
+	// Jobs is the River client hookd inserts its jobs with: its own, or
 	// the application's after UseRiver.
-	Queue store.Queue
+	Jobs store.JobClient
 	API   *httpapi.Server
 }
 

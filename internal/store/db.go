@@ -81,7 +81,7 @@ type DB struct {
 	pool   *pgxpool.Pool
 	fgPool *pgxpool.Pool // the API's own connections (foreground.go); nil: none
 	base   querier
-	queue  queue
+	jobs   JobClient
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
 	notifyQueue func(ctx context.Context, queue string) error

@@ -204,10 +204,10 @@ func (db *DB) wake(ctx context.Context, query, endpointID string, now int64, not
 	if err != nil {
 		return fmt.Errorf("next fresh delivery: %w", err)
 	}
-	if db.queue == nil {
+	if db.jobs == nil {
 		return nil
 	}
-	job, err := db.queue.JobRetry(ctx, jobID)
+	job, err := db.jobs.JobRetry(ctx, jobID)
 	if errors.Is(err, river.ErrNotFound) {
 		return nil
 	}

@@ -239,7 +239,7 @@ func (expectedJobsArgs) Kind() string { return "store_test.expected" }
 // each job's args say (say) on worked. It returns once the producer
 // listens: it has worked a warm-up job (warm) inserted through River's
 // own insert.
-func workingRiver[T river.JobArgs](s *bundle, queue string, warm T, say func(T) string) (store.Queue, chan string) {
+func workingRiver[T river.JobArgs](s *bundle, queue string, warm T, say func(T) string) (store.JobClient, chan string) {
 	t := s.t
 	worked := make(chan string, 8)
 	workers := river.NewWorkers()

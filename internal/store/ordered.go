@@ -51,10 +51,10 @@ func (q *Q) OrderedAttempts(ctx context.Context, endpointID, after string, limit
 // WakeJob makes a scheduled job available now (River's JobRetry; a
 // running or finished job is left alone, a gone one is not an error).
 func (db *DB) WakeJob(ctx context.Context, jobID int64) error {
-	if db.queue == nil || jobID == 0 {
+	if db.jobs == nil || jobID == 0 {
 		return nil
 	}
-	if _, err := db.queue.JobRetry(ctx, jobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+	if _, err := db.jobs.JobRetry(ctx, jobID); err != nil && !errors.Is(err, river.ErrNotFound) {
 		return fmt.Errorf("wake job %d: %w", jobID, err)
 	}
 	return nil

@@ -32,12 +32,12 @@ func (db *DB) RetryNow(ctx context.Context, endpointID string, now int64) (int, 
 	}
 	n := len(moved)
 	jobs := slices.DeleteFunc(moved, func(id int64) bool { return id == 0 })
-	if db.queue == nil || len(jobs) == 0 {
+	if db.jobs == nil || len(jobs) == 0 {
 		return n, nil
 	}
 	queues := map[string]bool{}
 	for _, id := range jobs {
-		job, err := db.queue.JobRetry(ctx, id)
+		job, err := db.jobs.JobRetry(ctx, id)
 		if errors.Is(err, river.ErrNotFound) {
 			continue // finished meanwhile, or deleted by a drain that sent it
 		}

@@ -14,9 +14,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Queue is the River client of either engine, without its transaction type:
+// JobClient is the River client of either engine, without its transaction type:
 // what hookd needs beyond inserting jobs inside a store transaction.
-type Queue interface {
+type JobClient interface {
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
 	StopAndCancel(ctx context.Context) error
@@ -30,17 +30,17 @@ type Queue interface {
 	insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
-type riverQueue[TTx any] struct{ *river.Client[TTx] }
+type riverClient[TTx any] struct{ *river.Client[TTx] }
 
-func (c riverQueue[TTx]) insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+func (c riverClient[TTx]) insertManyTx(ctx context.Context, tx any, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
 	return c.InsertManyTx(ctx, tx.(TTx), params)
 }
 
 // NewRiver builds the River client on this database's driver. Afterwards the
 // store's transactions can insert jobs (Q.InsertJobs). A config with no
 // Workers/Queues gives an insert-only client (an API-only node).
-func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
-	var q queue
+func (db *DB) NewRiver(cfg *river.Config) (JobClient, error) {
+	var q JobClient
 	if db.pool != nil {
 		cfg.Schema = db.schema
 		drv := riverpgxv5.New(db.pool)
@@ -48,7 +48,7 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 		if err != nil {
 			return nil, fmt.Errorf("river: %w", err)
 		}
-		q = riverQueue[pgx.Tx]{c}
+		q = riverClient[pgx.Tx]{c}
 		db.notifyQueue = notifyInsert(drv.GetExecutor(), db.schema)
 	} else {
 		drv := riversqlite.New(db.sqlDB)
@@ -56,7 +56,7 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 		if err != nil {
 			return nil, fmt.Errorf("river: %w", err)
 		}
-		q = riverQueue[*sql.Tx]{c}
+		q = riverClient[*sql.Tx]{c}
 		db.notifyTx = func(ctx context.Context, tx *sql.Tx, queues []string) error {
 			return insertNotification(ctx, drv.UnwrapExecutor(tx), "", queues)
 		}
@@ -65,20 +65,18 @@ func (db *DB) NewRiver(cfg *river.Config) (Queue, error) {
 	// hooks or plugins (hookd's tracing adds otelriver's middleware).
 	db.jobsDirect = len(cfg.Middleware) == 0 && len(cfg.Hooks) == 0 && len(cfg.Plugins) == 0 &&
 		len(cfg.JobInsertMiddleware) == 0 //nolint:staticcheck // deprecated, but still installs middleware
-	db.queue = q
+	db.jobs = q
 	return q, nil
 }
-
-type queue = Queue
 
 // RiverClient returns the *river.Client under q (a *river.Client[pgx.Tx]
 // or a *river.Client[*sql.Tx]): for River UI, which takes the client
 // itself. nil for anything else.
-func RiverClient(q Queue) any {
+func RiverClient(q JobClient) any {
 	switch c := q.(type) {
-	case riverQueue[pgx.Tx]:
+	case riverClient[pgx.Tx]:
 		return c.Client
-	case riverQueue[*sql.Tx]:
+	case riverClient[*sql.Tx]:
 		return c.Client
 	}
 	return nil
@@ -89,25 +87,25 @@ func RiverClient(q Queue) any {
 // (library mode: no second client runs). It must be a
 // *river.Client[pgx.Tx] on PostgreSQL or a *river.Client[*sql.Tx] on
 // SQLite.
-func (db *DB) UseRiver(client any) (Queue, error) {
-	var q queue
+func (db *DB) UseRiver(client any) (JobClient, error) {
+	var q JobClient
 	switch c := client.(type) {
 	case *river.Client[pgx.Tx]:
 		if db.Backend != Postgres {
 			return nil, errors.New("a River client on pgx was given, but hookd runs on SQLite: pass your *river.Client[*sql.Tx] (riversqlite)")
 		}
-		q = riverQueue[pgx.Tx]{c}
+		q = riverClient[pgx.Tx]{c}
 	case *river.Client[*sql.Tx]:
 		if db.Backend != SQLite {
 			return nil, errors.New("a River client on database/sql was given, but hookd runs on PostgreSQL: pass your *river.Client[pgx.Tx] (riverpgxv5)")
 		}
-		q = riverQueue[*sql.Tx]{c}
+		q = riverClient[*sql.Tx]{c}
 	case nil:
 		return nil, errors.New("no River client given")
 	default:
 		return nil, fmt.Errorf("unsupported River client %T: pass a *river.Client[pgx.Tx] (PostgreSQL) or *river.Client[*sql.Tx] (SQLite)", client)
 	}
-	db.queue, db.jobsDirect = q, false
+	db.jobs, db.jobsDirect = q, false
 	return q, nil
 }
 
@@ -198,10 +196,10 @@ func (q *Q) InsertJobs(ctx context.Context, params []river.InsertManyParams) ([]
 	if q.tx == nil {
 		return nil, errors.New("InsertJobs needs a transaction")
 	}
-	if q.db.queue == nil {
+	if q.db.jobs == nil {
 		return nil, errors.New("InsertJobs: no River client (call NewRiver first)")
 	}
-	return q.db.queue.insertManyTx(ctx, q.tx, params)
+	return q.db.jobs.insertManyTx(ctx, q.tx, params)
 }
 
 // DeleteJobs deletes River jobs, except running ones: the fanout jobs of
@@ -219,4 +217,4 @@ func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
 
 // Queue is the River client hookd inserts and reads its jobs with (nil
 // before NewRiver or UseRiver).
-func (db *DB) Queue() Queue { return db.queue }
+func (db *DB) Jobs() JobClient { return db.jobs }
