@@ -24,8 +24,8 @@ import (
 // waitLimit only bounds a broken test; every wait ends on a signal.
 const waitLimit = 15 * time.Second
 
-// world is a running hookd (workers on, a loopback receiver) whose ops the
-// tests call directly, with owners alice (standard), bob (standard), kw
+// world is a hookd (its workers on for the setup, a loopback receiver)
+// whose ops the tests call directly, with owners alice (standard), bob (standard), kw
 // (kwork) and doomed (to be deleted), and alice's things: an event type,
 // an http endpoint with two delivered events, a polling endpoint, grants
 // and keys to spend.
@@ -99,6 +99,14 @@ func newWorld(t *testing.T, backend dbtest.Backend) *world {
 	}
 	if w.job == 0 {
 		t.Fatalf("no job for %s in %+v", w.event, ds)
+	}
+	// The workers stop here: the tests read what the ops answer and wrote,
+	// and jobs they enqueue stay as enqueued (on SQLite, workers polling
+	// the one connection would also slow every call under -race).
+	stop, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.Stop(stop); err != nil {
+		t.Fatalf("stop the workers: %v", err)
 	}
 	return w
 }
