@@ -161,10 +161,10 @@ func TestCallAuthorizes(t *testing.T) {
 						continue // allowed (a single publish confirms the key itself): run below
 					}
 					_, err := op.Call(ctx, p, input(t, op, w.args(r.args)))
-					switch {
-					case want == apperr.Forbidden:
+					switch want {
+					case apperr.Forbidden:
 						wantErr(t, r.name+" as "+who, err, apperr.Forbidden, op.Name+" needs a "+string(op.Role)+" key")
-					case want == apperr.Invalid:
+					case apperr.Invalid:
 						wantErr(t, r.name+" as "+who, err, apperr.Invalid, "must name the owner to act on", "Hookd-Owner")
 					default:
 						wantErr(t, r.name+" as "+who, err, apperr.Internal)
