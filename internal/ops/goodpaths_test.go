@@ -27,7 +27,7 @@ func (w *world) clocked(now *time.Time) *ops.Service {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return &ops.Service{DB: w.h.DB, Delivery: w.h.Delivery, Profiles: profile.Default(), Sealer: sealer, Queue: w.h.Queue,
+	return &ops.Service{DB: w.h.DB, Delivery: w.h.Delivery, Profiles: profile.Default(), Sealer: sealer, Jobs: w.h.Jobs,
 		EgressAllow: w.svc.EgressAllow, DefaultProfile: "standard", Now: func() time.Time { return *now }}
 }
 
