@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/audit"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
@@ -183,8 +184,13 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		return nil, err
 	}
 	now := s.now()
+	id := event.NewID("ep_", now)
+	url, urlSealed, err := s.sealDestination(ctx, q, id, in.URL)
+	if err != nil {
+		return nil, err
+	}
 	e := &endpoint.Endpoint{
-		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Kind: kind, Description: in.Description,
+		ID: id, OwnerID: p.OwnerID, URL: url, Kind: kind, Description: in.Description,
 		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, GrantID: in.GrantID,
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
@@ -204,6 +210,11 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		}
 		if err := q.CreateEndpoint(ctx, e); err != nil {
 			return err
+		}
+		if urlSealed != nil {
+			if err := q.SetEndpointCredentials(ctx, e.ID, urlSealed); err != nil {
+				return err
+			}
 		}
 		if e.Polled() {
 			return q.CreatePollEndpoint(ctx, e.ID, tokenHash)
@@ -277,6 +288,16 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 				e.DisabledReason = "disabled by owner"
 			}
 			e.Enabled = *in.Enabled
+		}
+		if in.URL != nil {
+			url, urlSealed, err := s.sealDestination(ctx, q, e.ID, e.URL)
+			if err != nil {
+				return err
+			}
+			if err := q.SetEndpointCredentials(ctx, e.ID, urlSealed); err != nil {
+				return err
+			}
+			e.URL = url
 		}
 		e.UpdatedAt = s.now()
 		out = e
@@ -473,6 +494,9 @@ func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, kind, 
 func (s *Service) checkURL(kind, url string) error {
 	if kind == endpoint.KindPoll {
 		return nil
+	}
+	if destination.Is(url) {
+		return s.checkDestination(url)
 	}
 	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
 		if errors.Is(err, egress.ErrBlocked) {
