@@ -8,53 +8,19 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/hookd/hookd/internal/destination"
-	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/destination/brokertest"
 )
 
-const rabbitAddr = "127.0.0.1:5672"
+const rabbitAddr = brokertest.RabbitAddr
 
-// rabbitQueue declares a queue of its own on the machine's RabbitMQ,
-// deleted after the test, and returns it with a channel to read it.
-func rabbitQueue(t *testing.T) (string, *amqp.Channel) {
-	t.Helper()
-	need(t, "RabbitMQ", rabbitAddr)
-	c, err := amqp.Dial("amqp://guest:guest@" + rabbitAddr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ch, err := c.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "hookd-test-" + strings.ToLower(event.NewID("", time.Now()))
-	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = ch.QueueDelete(name, false, false, false) })
-	return name, ch
-}
-
-// get reads one message from queue, waiting a bounded time for it.
+// get reads one message from queue.
 func get(t *testing.T, ch *amqp.Channel, queue string) amqp.Delivery {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		d, ok, err := ch.Get(queue, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return d
-		}
-		time.Sleep(20 * time.Millisecond) // polling the broker: no signal to wait on
-	}
-	t.Fatalf("no message in %s", queue)
-	return amqp.Delivery{}
+	return brokertest.Get(t, ch, queue, 5*time.Second)
 }
 
 func TestAMQP(t *testing.T) {
-	queue, ch := rabbitQueue(t)
+	queue, ch := brokertest.RabbitQueue(t)
 	p := newPool(t, destination.Config{})
 	ctx := ctxFor(t)
 	m := signed(t, "evt_amqp1")
@@ -87,7 +53,7 @@ func TestAMQP(t *testing.T) {
 // Many endpoints on one RabbitMQ share one connection; an idle one is
 // closed after IdleAfter.
 func TestAMQPPooled(t *testing.T) {
-	queue, ch := rabbitQueue(t)
+	queue, ch := brokertest.RabbitQueue(t)
 	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	p := newPool(t, destination.Config{Now: clock, IdleAfter: 5 * time.Minute})
@@ -127,11 +93,11 @@ func TestAMQPPooled(t *testing.T) {
 // A broker that goes away is a failure that is retried; once it is back,
 // the pool dials again and the send goes through.
 func TestAMQPBrokerRestart(t *testing.T) {
-	queue, ch := rabbitQueue(t)
-	px := newProxy(t, rabbitAddr)
+	queue, ch := brokertest.RabbitQueue(t)
+	px := brokertest.NewProxy(t, rabbitAddr)
 	p := newPool(t, destination.Config{})
 	ctx := ctxFor(t)
-	url := "amqp://guest:guest@" + px.addr + "/?routing_key=" + queue
+	url := "amqp://guest:guest@" + px.Addr + "/?routing_key=" + queue
 	if err := p.Send(ctx, url, signed(t, "evt_r1")); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,9 @@ package destination_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,21 +14,6 @@ import (
 
 // loopback is the allow list the tests' brokers need.
 var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-
-// need skips the test when no broker answers at addr; under CI=true it
-// fails instead (.ci/run starts the brokers).
-func need(t *testing.T, name, addr string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err == nil {
-		_ = c.Close()
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not answering at %s (%v); CI must run it (.ci/run starts it)", name, addr, err)
-	}
-	t.Skipf("%s is not answering at %s: %v", name, addr, err)
-}
 
 func newPool(t *testing.T, cfg destination.Config) *destination.Pool {
 	t.Helper()
@@ -109,80 +90,4 @@ func wantTransient(t *testing.T, err error) {
 	if r, ok := destination.AsRefused(err); ok {
 		t.Fatalf("refused as HTTP %d (%s); want a failure that is retried", r.Status, r.Reason)
 	}
-}
-
-// proxy forwards loopback TCP to a real broker; Stop makes the broker
-// unreachable (its connections cut, the port refusing) without stopping
-// the machine's shared broker, Start makes it reachable again on the
-// same port.
-type proxy struct {
-	t      *testing.T
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.Stop(); p.wg.Wait() })
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b, err := net.Dial("tcp", p.target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, b)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(b, c); _ = b.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, b); _ = c.Close() }()
-		}
-	}()
-}
-
-// Stop closes the listener and cuts every connection.
-func (p *proxy) Stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-}
-
-// Start listens again on the same address.
-func (p *proxy) Start() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatalf("proxy restart on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
 }

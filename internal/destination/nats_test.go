@@ -13,33 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookd/hookd/internal/destination"
+	"github.com/hookd/hookd/internal/destination/brokertest"
 	"github.com/hookd/hookd/internal/event"
 )
 
-const natsAddr = "127.0.0.1:4222"
-
-// natsStream makes a stream of its own on the JetStream server at addr
-// (deleted after the test) and returns its subject and a handle to read it.
-func natsStream(t *testing.T, addr string) (string, jetstream.Stream) {
-	t.Helper()
-	nc, err := nats.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "HOOKD_TEST_" + event.NewID("", time.Now())
-	subject := "hookd.test." + strings.ToLower(name)
-	s, err := js.CreateStream(ctxFor(t), jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Duplicates: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), name) })
-	return subject, s
-}
+const natsAddr = brokertest.NATSAddr
 
 // next reads the stream's message seq.
 func next(t *testing.T, s jetstream.Stream, seq uint64) *jetstream.RawStreamMsg {
@@ -52,8 +30,8 @@ func next(t *testing.T, s jetstream.Stream, seq uint64) *jetstream.RawStreamMsg 
 }
 
 func TestNATS(t *testing.T) {
-	need(t, "NATS", natsAddr)
-	subject, s := natsStream(t, natsAddr)
+	brokertest.Need(t, "NATS", natsAddr)
+	subject, s := brokertest.NATSStream(t, natsAddr)
 	p := newPool(t, destination.Config{})
 	ctx := ctxFor(t)
 	url := "nats://" + natsAddr + "/" + subject
@@ -102,7 +80,7 @@ func TestNATSBrokerRestart(t *testing.T) {
 	srv := startNATS(t, -1, dir)
 	addr := srv.Addr().(*net.TCPAddr)
 	hostPort := fmt.Sprintf("127.0.0.1:%d", addr.Port)
-	subject, _ := natsStream(t, hostPort)
+	subject, _ := brokertest.NATSStream(t, hostPort)
 	p := newPool(t, destination.Config{})
 	url := "nats://" + hostPort + "/" + subject
 	ctx := ctxFor(t)

@@ -1,32 +1,18 @@
 package destination_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/hookd/hookd/internal/destination"
-	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/destination/brokertest"
 )
 
-const redisAddr = "127.0.0.1:6379"
-
-// redisStream names a stream of the test's own on the machine's Redis,
-// deleted after the test, and returns a client to read it.
-func redisStream(t *testing.T) (string, *redis.Client) {
-	t.Helper()
-	need(t, "Redis", redisAddr)
-	c := redis.NewClient(&redis.Options{Addr: redisAddr})
-	name := "hookd-test-" + strings.ToLower(event.NewID("", time.Now()))
-	t.Cleanup(func() { _ = c.Del(context.Background(), name, name+"-str").Err(); _ = c.Close() })
-	return name, c
-}
+const redisAddr = brokertest.RedisAddr
 
 func TestRedis(t *testing.T) {
-	stream, c := redisStream(t)
+	stream, c := brokertest.RedisStream(t)
 	p := newPool(t, destination.Config{})
 	ctx := ctxFor(t)
 	url := "redis://" + redisAddr + "/0?stream=" + stream + "&maxlen=100"
@@ -63,11 +49,11 @@ func TestRedis(t *testing.T) {
 }
 
 func TestRedisBrokerRestart(t *testing.T) {
-	stream, c := redisStream(t)
-	px := newProxy(t, redisAddr)
+	stream, c := brokertest.RedisStream(t)
+	px := brokertest.NewProxy(t, redisAddr)
 	p := newPool(t, destination.Config{})
 	ctx := ctxFor(t)
-	url := "redis://" + px.addr + "?stream=" + stream
+	url := "redis://" + px.Addr + "?stream=" + stream
 	if err := p.Send(ctx, url, signed(t, "evt_1")); err != nil {
 		t.Fatal(err)
 	}
