@@ -54,7 +54,7 @@ type EndpointRef struct {
 
 // CreateEndpointIn is webhooks.create's input.
 type CreateEndpointIn struct {
-	URL         string   `json:"url,omitempty" jsonschema:"absolute http(s) URL that receives the POSTs (none for kind poll)"`
+	URL         string   `json:"url,omitempty" jsonschema:"absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)"`
 	Kind        string   `json:"kind,omitempty" jsonschema:"http (default: hookd POSTs to url) or poll (no url: a consumer reads GET /api/v1/poll/{id} with the poll_token shown in this answer only)"`
 	Description string   `json:"description,omitempty"`
 	EventTypes  []string `json:"event_types" jsonschema:"event-type globs; * matches any run of characters"`
@@ -71,7 +71,7 @@ type CreateEndpointIn struct {
 // value.
 type UpdateEndpointIn struct {
 	ID          string    `json:"id" path:"id"`
-	URL         *string   `json:"url,omitempty"`
+	URL         *string   `json:"url,omitempty" jsonschema:"a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it"`
 	Description *string   `json:"description,omitempty"`
 	EventTypes  *[]string `json:"event_types,omitempty"`
 	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
