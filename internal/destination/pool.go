@@ -45,6 +45,7 @@ var dialers = map[string]func(ctx context.Context, d *Dest, dial *net.Dialer) (c
 	KindAMQP:  dialAMQP,
 	KindNATS:  dialNATS,
 	KindRedis: dialRedis,
+	KindKafka: dialKafka,
 }
 
 // ErrPoolFull is a send refused because MaxConns connections are open and

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -20,10 +19,11 @@ const (
 	KindAMQP  = "amqp"  // amqp://, amqps://
 	KindNATS  = "nats"  // nats://
 	KindRedis = "redis" // redis://, rediss://
+	KindKafka = "kafka" // kafka://
 )
 
 // kinds maps a scheme to its kind.
-var kinds = map[string]string{"amqp": KindAMQP, "amqps": KindAMQP, "nats": KindNATS, "redis": KindRedis, "rediss": KindRedis}
+var kinds = map[string]string{"amqp": KindAMQP, "amqps": KindAMQP, "nats": KindNATS, "redis": KindRedis, "rediss": KindRedis, "kafka": KindKafka}
 
 // Masked is what a password reads as in an answer, a log line or a page.
 const Masked = "***"
@@ -41,6 +41,9 @@ type Dest struct {
 	Stream string
 	MaxLen int64
 	DB     int
+	// Kafka: the seed brokers (host:port) and the topic.
+	Brokers []string
+	Topic   string
 }
 
 // FieldError is a destination URL's fault, naming the part to fix.
@@ -77,6 +80,7 @@ func KindOf(raw string) string {
 //	amqp[s]://user:pass@host[:5672]/[vhost]?exchange=x&routing_key=k
 //	nats://[user:pass@]host[:4222]/subject
 //	redis[s]://[user:pass@]host[:6379][/db]?stream=s[&maxlen=10000]
+//	kafka://[user:pass@]broker1:9092,broker2:9092/topic (one broker may omit :9092)
 //
 // and applies the egress guard to its host (allow as in egress.Config).
 // Errors are *FieldError, naming the part to fix; no error repeats the
@@ -88,21 +92,24 @@ func Parse(raw string, allow []netip.Prefix) (*Dest, error) {
 	}
 	d := &Dest{Kind: kinds[strings.ToLower(u.Scheme)], URL: u}
 	if d.Kind == "" {
-		return nil, bad("url", "scheme %q is none of http, https, amqp, amqps, nats, redis, rediss", u.Scheme)
+		return nil, bad("url", "scheme %q is none of http, https, amqp, amqps, nats, redis, rediss, kafka", u.Scheme)
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return nil, bad("host", "no host: write %s://host:port/…", u.Scheme)
+	}
+	if d.Kind == KindKafka { // several hosts
+		if err := parseKafka(d, func(host string) error { return checkHost(host, allow) }); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return nil, bad("port", "port %q out of range", p)
 		}
 	}
-	if err := egress.CheckHost(u.Hostname(), allow); err != nil {
-		if errors.Is(err, egress.ErrBlocked) {
-			return nil, bad("host", "not reachable by hookd: %v", err)
-		}
-		return nil, bad("host", "%v", err)
+	if err := checkHost(u.Hostname(), allow); err != nil {
+		return nil, err
 	}
 	q := u.Query()
 	switch d.Kind {
@@ -128,6 +135,17 @@ func Parse(raw string, allow []netip.Prefix) (*Dest, error) {
 		}
 	}
 	return d, nil
+}
+
+// checkHost is the egress guard's judgement of a broker's host.
+func checkHost(host string, allow []netip.Prefix) error {
+	if err := egress.CheckHost(host, allow); err != nil {
+		if errors.Is(err, egress.ErrBlocked) {
+			return bad("host", "not reachable by hookd: %v", err)
+		}
+		return bad("host", "%v", err)
+	}
+	return nil
 }
 
 // parseRedis reads a Redis destination's database, stream and MAXLEN.
@@ -243,15 +261,9 @@ func (d *Dest) connKey() string {
 		part = d.URL.Path
 	case KindRedis:
 		part = strconv.Itoa(d.DB)
+	case KindKafka:
+		part = "" // the host is the whole seed list
 	}
 	sum := sha256.Sum256([]byte(d.URL.Scheme + "\x00" + d.URL.User.String() + "\x00" + strings.ToLower(d.URL.Host) + "\x00" + part))
 	return d.Kind + ":" + hex.EncodeToString(sum[:16])
-}
-
-// hostPort is d's host with the kind's default port.
-func (d *Dest) hostPort(port string) string {
-	if d.URL.Port() != "" {
-		return d.URL.Host
-	}
-	return net.JoinHostPort(d.URL.Hostname(), port)
 }

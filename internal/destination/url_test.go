@@ -3,6 +3,7 @@ package destination_test
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ func TestParse(t *testing.T) {
 		{"nats://127.0.0.1:4222/orders.events", destination.Dest{Kind: "nats", Subject: "orders.events"}},
 		{"redis://127.0.0.1:6379/2?stream=hooks&maxlen=500", destination.Dest{Kind: "redis", Stream: "hooks", MaxLen: 500, DB: 2}},
 		{"redis://127.0.0.1?stream=hooks", destination.Dest{Kind: "redis", Stream: "hooks", MaxLen: destination.DefaultMaxLen}},
+		{"kafka://u:p@127.0.0.1:9092,127.0.0.2:9093/orders", destination.Dest{Kind: "kafka", Brokers: []string{"127.0.0.1:9092", "127.0.0.2:9093"}, Topic: "orders"}},
 	}
 	for _, g := range good {
 		d, err := destination.Parse(g.raw, loopback)
@@ -26,7 +28,7 @@ func TestParse(t *testing.T) {
 			t.Fatalf("Parse(%q): %v", g.raw, err)
 		}
 		d.URL = nil
-		if *d != g.want {
+		if !reflect.DeepEqual(*d, g.want) {
 			t.Fatalf("Parse(%q) = %+v, want %+v", g.raw, *d, g.want)
 		}
 	}
@@ -40,6 +42,8 @@ func TestParse(t *testing.T) {
 		{"redis://127.0.0.1:6379/0?stream=s&maxlen=0", "maxlen"},
 		{"redis://127.0.0.1:6379/99?stream=s", "db"},
 		{"nats:///orders", "host"},
+		{"kafka://127.0.0.1:9092/", "topic"},
+		{"kafka://127.0.0.1:9092,10.9.9.9:9092/t", "host"},
 	}
 	for _, b := range bad {
 		_, err := destination.Parse(b.raw, loopback)
