@@ -169,6 +169,15 @@ func TestDestinationBrokerBack(t *testing.T) {
 	id2 := b.publish("order.paid", `{"published":true}`)
 	b.waitDelivery(ep.ID, id2, 10*time.Second, func(d deliveryOut) bool { return d.State == "delivered" })
 	brokertest.Get(t, ch, queue, 5*time.Second)
+	// send_test goes to the queue like any delivery.
+	var sent struct {
+		EventID string `json:"event_id"`
+	}
+	b.must(202, "POST", "/api/admin/webhooks/"+ep.ID+"/send_test", nil, &sent)
+	tm := brokertest.Get(t, ch, queue, 10*time.Second)
+	if ev := verifyMessage(t, ep.Secret, map[string]any(tm.Headers), tm.Body); ev.ID != sent.EventID || ev.Type != "webhook.test" {
+		t.Fatalf("the queue got %s (%s), want the test event %s", ev.ID, ev.Type, sent.EventID)
+	}
 	// Replaced by a wrong one: refused as 403, discarded.
 	b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"url": "amqp://guest:not-the-pw-77@" + px.Addr + "/?routing_key=" + queue}, nil)
 	id3 := b.publish("order.paid", `{"published":true}`)
