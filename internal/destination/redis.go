@@ -2,6 +2,7 @@ package destination
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +32,15 @@ func dialRedis(_ context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 	opt.MaxRetries = -1 // River retries, on the profile's schedule
 	opt.DialTimeout = dial.Timeout
 	opt.Dialer = dial.DialContext
+	if tc := opt.TLSConfig; tc != nil { // rediss://: go-redis leaves TLS to a custom dialer
+		opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return tls.Client(c, tc), nil
+		}
+	}
 	return &redisConn{c: redis.NewClient(opt)}, nil
 }
 
