@@ -35,7 +35,7 @@ func dialKafka(_ context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 	}
 	c, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("Kafka client: %w", err)
+		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	return &kafkaConn{c: c}, nil
 }
@@ -57,7 +57,7 @@ func (k *kafkaConn) send(ctx context.Context, d *Dest, m Message) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("Kafka produce to %q: %w", d.Topic, ctx.Err())
+		return fmt.Errorf("kafka produce to %q: %w", d.Topic, ctx.Err())
 	}
 	switch {
 	case err == nil:
@@ -70,7 +70,7 @@ func (k *kafkaConn) send(ctx context.Context, d *Dest, m Message) error {
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.InvalidTopicException):
 		return refused(400, "Kafka produce to %q: %v", d.Topic, err)
 	}
-	return fmt.Errorf("Kafka produce to %q: %w", d.Topic, err)
+	return fmt.Errorf("kafka produce to %q: %w", d.Topic, err)
 }
 
 func (k *kafkaConn) broken() bool { return false } // franz-go redials by itself

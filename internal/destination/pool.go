@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,10 +104,25 @@ func (p *Pool) Send(ctx context.Context, raw string, m Message) error {
 	}
 	e, c, err := p.get(ctx, d)
 	if err != nil {
-		return err
+		return scrub(err, d)
 	}
 	defer p.put(e)
-	return c.send(ctx, d, m)
+	return scrub(c.send(ctx, d, m), d)
+}
+
+// scrub keeps d's password out of an error a client built (none of the
+// clients quotes it today; a new version might): the message is
+// recorded in the delivery log and logged.
+func scrub(err error, d *Dest) error {
+	pass, ok := d.URL.User.Password()
+	if err == nil || !ok || pass == "" || !strings.Contains(err.Error(), pass) {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), pass, Masked)
+	if r, ok := AsRefused(err); ok {
+		return &Refused{Status: r.Status, Reason: strings.ReplaceAll(r.Reason, pass, Masked)}
+	}
+	return errors.New(msg)
 }
 
 // get takes d's connection, dialing it when there is none or it broke.

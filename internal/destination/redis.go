@@ -64,7 +64,7 @@ func (r *redisConn) send(ctx context.Context, d *Dest, m Message) error {
 			return refused(409, "Redis XADD %s: %s", d.Stream, msg)
 		}
 	}
-	return fmt.Errorf("Redis XADD %s: %w", d.Stream, err)
+	return fmt.Errorf("redis XADD %s: %w", d.Stream, err)
 }
 
 func hasPrefix(s string, prefixes ...string) bool {
