@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/httpapi"
@@ -70,6 +71,8 @@ type Hookd struct {
 	stopUI  context.CancelFunc
 	metrics *metrics.Metrics
 	started atomic.Bool // Start started hookd's own River client
+	// dests holds the connections to broker destinations; Close closes them.
+	dests *destination.Pool
 }
 
 func init() {
@@ -150,8 +153,9 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		return nil, err
 	}
 	m := metrics.New(metrics.Config{Profiles: profiles.Names(), OwnerLabels: cfg.MetricsOwnerLabels, Process: true})
+	dests := destination.New(destination.Config{Allow: cfg.EgressAllow, DialTimeout: cfg.HTTPTimeout, Now: cfg.Now, Log: cfg.Log})
 	deliverySvc := delivery.New(delivery.Config{
-		DB: db, Profiles: profiles, Sealer: sealer,
+		DB: db, Profiles: profiles, Sealer: sealer, Destinations: dests,
 		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
 		Scope:  scopePredicate(cfg.Scope),
 		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention,
@@ -176,7 +180,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	h := &Hookd{
 		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
 		api:     &httpapi.Server{Ops: opsSvc, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},
-		metrics: m,
+		metrics: m, dests: dests,
 	}
 	h.uiCtx, h.stopUI = context.WithCancel(context.Background())
 	deliverySvc.ListenPoll(h.uiCtx) // other processes' fanouts wake this one's long-polls
@@ -219,6 +223,7 @@ func (h *Hookd) Stop(ctx context.Context) error {
 // given to OpenPool or OpenDB stays open: it is yours.
 func (h *Hookd) Close() error {
 	h.stopUI()
+	h.dests.Close()
 	if !h.ownsDB {
 		return nil
 	}

@@ -820,7 +820,7 @@ type WebhooksCreateInput struct {
 	Signature string `json:"signature,omitempty"`
 	// send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd)
 	TraceContext bool `json:"trace_context,omitempty"`
-	// absolute http(s) URL that receives the POSTs (none for kind poll)
+	// absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)
 	URL string `json:"url,omitempty"`
 }
 
@@ -977,8 +977,9 @@ type WebhooksUpdateInput struct {
 	// hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only
 	Signature *string `json:"signature,omitzero"`
 	// true sends the W3C trace context with every attempt (tracing on); false stops it
-	TraceContext *bool   `json:"trace_context,omitzero"`
-	URL          *string `json:"url,omitzero"`
+	TraceContext *bool `json:"trace_context,omitzero"`
+	// a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it
+	URL *string `json:"url,omitzero"`
 }
 
 // APIKeysOps are the api_keys ops.

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
@@ -356,6 +357,10 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 	if err := s.pace(ctx, ep); err != nil {
 		profile.Buffers.Put(buf)
 		return Outcome{}, 0, err
+	}
+	if destination.Is(ep.URL) {
+		defer profile.Buffers.Put(buf)
+		return s.sendDestination(ctx, ep, ev, h, body, p)
 	}
 	start := time.Now() // the wall clock, not s.now: a duration, not a time
 	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })

@@ -58,6 +58,8 @@ type Config struct {
 	Client   Poster
 	Scope    scope.Predicate
 	Rules    endpoint.Rules
+	// Destinations sends to endpoints whose url names a broker (nil: none).
+	Destinations Destinations
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
 	Log *slog.Logger
@@ -137,6 +139,8 @@ type Service struct {
 	hooks atomic.Pointer[Hooks]
 	// profiles remembers owners' profile names for the metrics' labels.
 	profiles sync.Map
+	// creds remembers unsealed destination urls by endpoint (destination.go).
+	creds sync.Map
 	// schemas are the compiled event-type schemas, by hash (schema.go).
 	schemas event.SchemaCache
 	// lastRules is each type's rule as last read (schema.go).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/audit"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
@@ -53,7 +54,7 @@ type EndpointRef struct {
 
 // CreateEndpointIn is webhooks.create's input.
 type CreateEndpointIn struct {
-	URL         string   `json:"url,omitempty" jsonschema:"absolute http(s) URL that receives the POSTs (none for kind poll)"`
+	URL         string   `json:"url,omitempty" jsonschema:"absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)"`
 	Kind        string   `json:"kind,omitempty" jsonschema:"http (default: hookd POSTs to url) or poll (no url: a consumer reads GET /api/v1/poll/{id} with the poll_token shown in this answer only)"`
 	Description string   `json:"description,omitempty"`
 	EventTypes  []string `json:"event_types" jsonschema:"event-type globs; * matches any run of characters"`
@@ -70,7 +71,7 @@ type CreateEndpointIn struct {
 // value.
 type UpdateEndpointIn struct {
 	ID          string    `json:"id" path:"id"`
-	URL         *string   `json:"url,omitempty"`
+	URL         *string   `json:"url,omitempty" jsonschema:"a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it"`
 	Description *string   `json:"description,omitempty"`
 	EventTypes  *[]string `json:"event_types,omitempty"`
 	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
@@ -183,8 +184,13 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		return nil, err
 	}
 	now := s.now()
+	id := event.NewID("ep_", now)
+	url, urlSealed, err := s.sealDestination(ctx, q, id, in.URL)
+	if err != nil {
+		return nil, err
+	}
 	e := &endpoint.Endpoint{
-		ID: event.NewID("ep_", now), OwnerID: p.OwnerID, URL: in.URL, Kind: kind, Description: in.Description,
+		ID: id, OwnerID: p.OwnerID, URL: url, Kind: kind, Description: in.Description,
 		EventTypes: normGlobs(in.EventTypes), SecretSealed: sealed, GrantID: in.GrantID,
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
@@ -204,6 +210,11 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		}
 		if err := q.CreateEndpoint(ctx, e); err != nil {
 			return err
+		}
+		if urlSealed != nil {
+			if err := q.SetEndpointCredentials(ctx, e.ID, urlSealed); err != nil {
+				return err
+			}
 		}
 		if e.Polled() {
 			return q.CreatePollEndpoint(ctx, e.ID, tokenHash)
@@ -277,6 +288,16 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 				e.DisabledReason = "disabled by owner"
 			}
 			e.Enabled = *in.Enabled
+		}
+		if in.URL != nil {
+			url, urlSealed, err := s.sealDestination(ctx, q, e.ID, e.URL)
+			if err != nil {
+				return err
+			}
+			if err := q.SetEndpointCredentials(ctx, e.ID, urlSealed); err != nil {
+				return err
+			}
+			e.URL = url
 		}
 		e.UpdatedAt = s.now()
 		out = e
@@ -473,6 +494,9 @@ func (s *Service) checkEndpoint(ctx context.Context, q *store.Q, ownerID, kind, 
 func (s *Service) checkURL(kind, url string) error {
 	if kind == endpoint.KindPoll {
 		return nil
+	}
+	if destination.Is(url) {
+		return s.checkDestination(url)
 	}
 	if err := egress.CheckURL(url, s.EgressAllow); err != nil {
 		if errors.Is(err, egress.ErrBlocked) {

@@ -764,7 +764,7 @@ export interface WebhooksCreateInput {
   signature?: string;
   /** send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd) */
   trace_context?: boolean;
-  /** absolute http(s) URL that receives the POSTs (none for kind poll) */
+  /** absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll) */
   url?: string;
 }
 
@@ -922,6 +922,7 @@ export interface WebhooksUpdateInput {
   signature?: string | null;
   /** true sends the W3C trace context with every attempt (tracing on); false stops it */
   trace_context?: boolean | null;
+  /** a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it */
   url?: string | null;
 }
 

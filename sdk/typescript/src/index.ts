@@ -33,6 +33,7 @@ export {
   type KworkVerifiedMessage,
   type KworkVerifyOptions,
 } from './kwork.js';
+export { messageHeaders, verifyMessage, type MessageHeaders } from './message.js';
 export {
   signStandard,
   verifyStandard,

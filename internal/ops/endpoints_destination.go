@@ -1,0 +1,63 @@
+package ops
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/destination"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// checkDestination checks a url that names a broker (amqp, nats, redis:
+// docs/destinations.md), naming the part to fix. The error never repeats
+// the password.
+func (s *Service) checkDestination(url string) error {
+	if _, err := destination.Parse(url, s.EgressAllow); err != nil {
+		return destinationInvalid(err)
+	}
+	return nil
+}
+
+func destinationInvalid(err error) error {
+	var fe *destination.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field := "url"
+	if fe.Field != "url" {
+		field = "url: " + fe.Field
+	}
+	return apperr.New(apperr.Invalid, "%s: %s", field, fe.Reason).Keyed("endpoint.destination_invalid", fe.Field, fe.Reason)
+}
+
+// sealDestination splits an endpoint's url as given into the url kept and
+// shown (its password as ***) and the url sealed at rest (nil: no
+// password to keep). A password given back as *** keeps the endpoint's
+// stored one (an update of the rest of the url), for the same host and
+// user only.
+func (s *Service) sealDestination(ctx context.Context, q *store.Q, endpointID, raw string) (shown string, sealed []byte, err error) {
+	if !destination.Is(raw) || !destination.HasPassword(raw) {
+		return raw, nil, nil
+	}
+	full := raw
+	if destination.Redact(raw) == raw { // the password given is ***
+		old, err := q.EndpointCredentials(ctx, endpointID)
+		if err != nil {
+			return "", nil, err
+		}
+		oldURL := ""
+		if old != nil {
+			if oldURL, err = s.Sealer.Open(old); err != nil {
+				return "", nil, err
+			}
+		}
+		if full, err = destination.Keep(raw, oldURL); err != nil {
+			return "", nil, destinationInvalid(err)
+		}
+	}
+	if sealed, err = s.Sealer.Seal(full); err != nil {
+		return "", nil, err
+	}
+	return destination.Redact(full), sealed, nil
+}
