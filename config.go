@@ -61,6 +61,11 @@ type Config struct {
 	// portal_frame_origins attribute adds more. None: the portal cannot be
 	// framed at all.
 	PortalFrameOrigins []string
+	// NoTransformations turns endpoints' transformations off in this
+	// process: no script runs, deliveries to an endpoint with one fail
+	// (never sent untransformed), and saving or trying one is refused.
+	// Filters still apply.
+	NoTransformations bool
 
 	// Work runs the delivery workers on hookd's own River client, started
 	// by Start. Leave it false in an API-only process, and when your own
