@@ -3,6 +3,8 @@ package hookd_test
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -289,4 +291,82 @@ func TestTryCode(t *testing.T) {
 	if n := len(rc.receipts()); n != 0 {
 		t.Fatalf("trying sent %d requests", n)
 	}
+}
+
+// TestHostileTransformations: scripts that loop forever, allocate without
+// end, build a 100 MB string, double a string until stopped, or throw are
+// stopped, each delivery failed with the reason; hookd stays healthy; and
+// another owner's deliveries are not slowed past a bound generous enough
+// for a loaded 2-core machine (the latencies are logged as figures).
+func TestHostileTransformations(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Backends()[0])
+	rc := newReceiver(t)
+	b.registerType("attack.go")
+	hostile := map[string]string{
+		"endless loop":    `function handler(w) { for (;;) {} }`,
+		"memory bomb":     `function handler(w) { const a = []; while (true) a.push({n: a.length, s: "0123456789abcdef"}); }`,
+		"100 MB string":   `function handler(w) { w.payload = "x".repeat(100 * 1024 * 1024); return w }`,
+		"doubling string": `function handler(w) { let s = "x"; for (;;) s += s; }`,
+		"throw":           `function handler(w) { throw new Error("hostile") }`,
+	}
+	wantErr := map[string]string{"endless loop": "time limit", "memory bomb": "stopped", "100 MB string": "over the transformation's bound",
+		"doubling string": "stopped", "throw": "hostile"}
+	eps := map[string]string{}
+	for name, script := range hostile {
+		var ep endpointOut
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"url": rc.URL + "/hostile", "event_types": []string{"attack.go"}, "transformation": script}, &ep)
+		eps[name] = ep.ID
+	}
+	// Another owner's endpoint, with no script.
+	calmKey, err := b.h.CreateAPIKey(t.Context(), "calm", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calm := *b
+	calm.key = calmKey
+	calm.registerType("calm.thing")
+	calmRC := newReceiver(t)
+	calm.endpoint(calmRC.URL, "calm.thing")
+	latency := func(n int) (p50, worst time.Duration) {
+		var ls []time.Duration
+		for range n {
+			start := time.Now()
+			id := calm.publish("calm.thing", `{}`)
+			ls = append(ls, calmRC.waitForEvent(t, id, 60*time.Second).At.Sub(start))
+		}
+		slices.Sort(ls)
+		return ls[len(ls)/2], ls[len(ls)-1]
+	}
+	base50, baseMax := latency(10)
+
+	const perEndpoint = 6
+	var attack []string
+	for range perEndpoint {
+		attack = append(attack, b.publish("attack.go", `{"n": 1}`))
+	}
+	under50, underMax := latency(10)
+	t.Logf("another owner's delivery latency: before the attack p50 %v, max %v; during it p50 %v, max %v (%d scripts × %d events)",
+		base50, baseMax, under50, underMax, len(hostile), perEndpoint)
+	if underMax > 5*time.Second {
+		t.Errorf("another owner's deliveries took up to %v during the attack; want under 5 s", underMax)
+	}
+	for name, id := range eps {
+		for _, ev := range attack {
+			d := b.waitDelivery(id, ev, 120*time.Second, func(d deliveryOut) bool { return d.State != "pending" })
+			if d.State != "failed" || !strings.Contains(d.LastError, wantErr[name]) {
+				t.Errorf("%s: delivery %+v; want failed with %q", name, d, wantErr[name])
+			}
+		}
+	}
+	if n := len(rc.receipts()); n != 0 {
+		t.Fatalf("hostile endpoints got %d requests", n)
+	}
+	resp, err := http.Get(b.api.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz after the attack: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	after50, _ := latency(3)
+	t.Logf("after the attack: p50 %v", after50)
 }

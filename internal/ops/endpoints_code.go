@@ -28,7 +28,9 @@ type CodePatch struct {
 	Transformation *string `json:"transformation,omitempty" jsonschema:"JavaScript defining handler(webhook); empty string removes the transformation"`
 }
 
-func (in CodeIn) patch() CodePatch { return CodePatch{Filter: &in.Filter, Transformation: &in.Transformation} }
+func (in CodeIn) patch() CodePatch {
+	return CodePatch{Filter: &in.Filter, Transformation: &in.Transformation}
+}
 
 // checkCode checks the patch's code as saving it does, before the
 // transaction (a script's top level may run up to its time limit): a
