@@ -18,7 +18,7 @@ type entry[T any] struct {
 	err error
 }
 
-func newCache[T any](max int) cache[T] { return cache[T]{m: map[string]entry[T]{}, max: max} }
+func newCache[T any](limit int) cache[T] { return cache[T]{m: map[string]entry[T]{}, max: limit} }
 
 // get returns code's compiled form, compiling it once. A compile error is
 // cached too: code that does not compile is asked for again at every
