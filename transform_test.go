@@ -340,7 +340,7 @@ func TestHostileTransformations(t *testing.T) {
 	}
 	base50, baseMax := latency(10)
 
-	const perEndpoint = 6
+	const perEndpoint = 3
 	var attack []string
 	for range perEndpoint {
 		attack = append(attack, b.publish("attack.go", `{"n": 1}`))
@@ -348,14 +348,24 @@ func TestHostileTransformations(t *testing.T) {
 	under50, underMax := latency(10)
 	t.Logf("another owner's delivery latency: before the attack p50 %v, max %v; during it p50 %v, max %v (%d scripts × %d events)",
 		base50, baseMax, under50, underMax, len(hostile), perEndpoint)
-	if underMax > 5*time.Second {
-		t.Errorf("another owner's deliveries took up to %v during the attack; want under 5 s", underMax)
+	if bound := 5*time.Second + 2*baseMax; underMax > bound {
+		t.Errorf("another owner's deliveries took up to %v during the attack; want under %v (5 s + twice the worst before it)", underMax, bound)
 	}
+	// The first event's delivery to each hostile endpoint is due at once
+	// and fails with the reason. The others too, unless their fanout came
+	// after that failure: the endpoint is failing then, and they wait out
+	// its cooldown (5 min) unsent.
 	for name, id := range eps {
-		for _, ev := range attack {
-			d := b.waitDelivery(id, ev, 120*time.Second, func(d deliveryOut) bool { return d.State != "pending" })
-			if d.State != "failed" || !strings.Contains(d.LastError, wantErr[name]) {
-				t.Errorf("%s: delivery %+v; want failed with %q", name, d, wantErr[name])
+		d := b.waitDelivery(id, attack[0], 120*time.Second, func(d deliveryOut) bool { return d.State != "pending" })
+		if d.State != "failed" || !strings.Contains(d.LastError, wantErr[name]) {
+			t.Errorf("%s: delivery %+v; want failed with %q", name, d, wantErr[name])
+		}
+		for _, ev := range attack[1:] {
+			d := b.waitDelivery(id, ev, 120*time.Second, func(d deliveryOut) bool {
+				return d.State != "pending" || d.Attempts == 0 && d.NextAttemptAt != nil && d.NextAttemptAt.After(time.Now().Add(time.Minute))
+			})
+			if d.State == "failed" && !strings.Contains(d.LastError, wantErr[name]) || d.State == "delivered" {
+				t.Errorf("%s: delivery %+v; want failed with %q, or waiting out the cooldown", name, d, wantErr[name])
 			}
 		}
 	}
