@@ -131,6 +131,9 @@ func TestTransformations(t *testing.T) {
 		cancel := mk("/cancel", `function handler(w) { if (w.payload.data.amount < 100) { w.cancel = true } return w }`)
 		throws := mk("/throws", "function handler(w) {\n  return w.payload.data.nothing.deeper;\n}")
 		moves := mk("/moves", `function handler(w) { w.url = "https://example.com/stolen"; return w }`)
+		var leaks endpointOut // a script that throws the endpoint's credential
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"url": rc.URL + "/leaks", "event_types": []string{"invoice.paid"},
+			"headers": map[string]string{"Authorization": "Bearer s3cr3t-token"}, "transformation": `function handler(w) { throw new Error("have " + w.headers.Authorization) }`}, &leaks)
 
 		ev := b.publish("invoice.paid", `{"number": "INV-7", "amount": 1500}`)
 		small := b.publish("invoice.paid", `{"number": "INV-8", "amount": 5}`)
@@ -174,8 +177,12 @@ func TestTransformations(t *testing.T) {
 		if mv.State != "failed" || !strings.Contains(mv.LastError, "changes the host") {
 			t.Fatalf("host-moving script's delivery: %+v", mv)
 		}
+		lk := b.waitDelivery(leaks.ID, ev, 30*time.Second, func(d deliveryOut) bool { return d.State != "pending" })
+		if lk.State != "failed" || strings.Contains(lk.LastError, "s3cr3t") || !strings.Contains(lk.LastError, "have ***") {
+			t.Fatalf("a script throwing a header's value: %+v; want it redacted", lk)
+		}
 		for _, r := range rc.receipts() {
-			if strings.HasPrefix(r.Path, "/throws") || strings.HasPrefix(r.Path, "/moves") {
+			if strings.HasPrefix(r.Path, "/throws") || strings.HasPrefix(r.Path, "/moves") || strings.HasPrefix(r.Path, "/leaks") {
 				t.Fatalf("a failed transformation's delivery was sent: %s", r.Path)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/hookd/hookd/internal/endpoint"
@@ -59,6 +60,19 @@ func (n *filterNotes) first(endpointID, filter string) bool {
 	return true
 }
 
+// redactHeaders replaces, in a failed run's message, every value of the
+// endpoint's custom headers with ***: a script may throw one (a
+// receiver's credential rides in them), and the message is recorded on
+// the delivery, which its owner reads.
+func redactHeaders(msg string, h map[string]string) string {
+	for _, v := range h {
+		if len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, "***")
+		}
+	}
+	return msg
+}
+
 // transformCancel is an attempt its transformation cancelled.
 type transformCancel struct{}
 
@@ -73,6 +87,7 @@ func (transformCancel) Error() string {
 // failure); err is transformCancel when the script cancelled.
 func (s *Service) transformed(ep *endpoint.Endpoint, p profile.Profile, body []byte) (out transform.Result, failed *Outcome, err error) {
 	fail := func(msg string) (transform.Result, *Outcome, error) {
+		msg = redactHeaders(msg, ep.Headers)
 		v := Retry
 		if p.GivesUpOn(http.StatusUnprocessableEntity) {
 			v = Discard
