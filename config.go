@@ -66,6 +66,11 @@ type Config struct {
 	// (never sent untransformed), and saving or trying one is refused.
 	// Filters still apply.
 	NoTransformations bool
+	// TransformationTimeLimit bounds one run of an endpoint's
+	// transformation, wall-clock (0: 50 ms). Tests under the race
+	// detector on a loaded machine raise it: a starved run is stopped
+	// like a hostile one.
+	TransformationTimeLimit time.Duration
 
 	// Work runs the delivery workers on hookd's own River client, started
 	// by Start. Leave it false in an API-only process, and when your own

@@ -160,7 +160,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, OwnerShare: cfg.OwnerShare, SlowAfter: cfg.SlowAfter,
 		Metrics: m, Tracer: tracer(cfg.TracerProvider),
-		Code: transform.New(transform.Limits{}, cfg.NoTransformations),
+		Code: transform.New(transform.Limits{Time: cfg.TransformationTimeLimit}, cfg.NoTransformations),
 	})
 	if err := registerCatalog(ctx, db, deliverySvc, profiles, cfg); err != nil {
 		return nil, err

@@ -14,6 +14,11 @@ import (
 	"github.com/hookd/hookd/internal/hookdtest"
 )
 
+// patientScripts gives transformations 5 s a run: these tests are about
+// what scripts do, and under -race on a loaded machine a small run can
+// take longer than the 50 ms default (TestHostileTransformations keeps it).
+func patientScripts(c *hookd.Config) { c.TransformationTimeLimit = 5 * time.Second }
+
 // apiError is an error answer's body.
 type apiError struct {
 	Error struct{ Code, Message string } `json:"error"`
@@ -118,7 +123,7 @@ const slackScript = `function handler(webhook) {
 func TestTransformations(t *testing.T) {
 	t.Parallel()
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend)
+		b := setup(t, backend, setupOpts{mutate: patientScripts})
 		rc := newReceiver(t)
 		b.registerType("invoice.paid")
 		mk := func(path, script string) endpointOut {
@@ -237,7 +242,7 @@ func TestTransformationsOff(t *testing.T) {
 // the error, sending nothing; bad code is a 422.
 func TestTryCode(t *testing.T) {
 	t.Parallel()
-	b := setup(t, dbtest.Backends()[0])
+	b := setup(t, dbtest.Backends()[0], setupOpts{mutate: patientScripts})
 	rc := newReceiver(t)
 	b.must(200, "PUT", "/api/admin/event_types/invoice.paid", map[string]any{"exposure": "webhook", "example": map[string]any{"number": "INV-1", "amount": 1500}}, nil)
 	b.endpoint(rc.URL, "invoice.paid")
