@@ -61,6 +61,16 @@ type Config struct {
 	// portal_frame_origins attribute adds more. None: the portal cannot be
 	// framed at all.
 	PortalFrameOrigins []string
+	// NoTransformations turns endpoints' transformations off in this
+	// process: no script runs, deliveries to an endpoint with one fail
+	// (never sent untransformed), and saving or trying one is refused.
+	// Filters still apply.
+	NoTransformations bool
+	// TransformationTimeLimit bounds one run of an endpoint's
+	// transformation, wall-clock (0: 50 ms). Tests under the race
+	// detector on a loaded machine raise it: a starved run is stopped
+	// like a hostile one.
+	TransformationTimeLimit time.Duration
 
 	// Work runs the delivery workers on hookd's own River client, started
 	// by Start. Leave it false in an API-only process, and when your own

@@ -50,6 +50,7 @@ import (
 	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/transform"
 )
 
 // Hookd is hookd opened on a database: ready to publish, to serve its API,
@@ -163,6 +164,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, OwnerShare: cfg.OwnerShare, SlowAfter: cfg.SlowAfter,
 		Metrics: m, Tracer: tracer(cfg.TracerProvider),
+		Code: transform.New(transform.Limits{Time: cfg.TransformationTimeLimit}, cfg.NoTransformations),
 	})
 	if err := registerCatalog(ctx, db, deliverySvc, profiles, cfg); err != nil {
 		return nil, err

@@ -64,6 +64,8 @@ var Operations = []string{
 	"webhooks.rotate_secret",
 	"webhooks.send_test",
 	"webhooks.stats",
+	"webhooks.test_filter",
+	"webhooks.test_transformation",
 	"webhooks.update",
 }
 
@@ -309,6 +311,7 @@ type EndpointView struct {
 	Enabled         bool              `json:"enabled"`
 	EventTypes      []string          `json:"event_types"`
 	FailingSince    *time.Time        `json:"failing_since,omitempty"`
+	Filter          string            `json:"filter"`
 	GrantID         string            `json:"grant_id,omitempty"`
 	GrantStatus     string            `json:"grant_status,omitempty"`
 	Headers         map[string]string `json:"headers"`
@@ -325,6 +328,7 @@ type EndpointView struct {
 	Signature       string            `json:"signature"`
 	State           string            `json:"state"`
 	TraceContext    bool              `json:"trace_context"`
+	Transformation  string            `json:"transformation"`
 	UpdatedAt       time.Time         `json:"updated_at"`
 	URL             string            `json:"url"`
 }
@@ -790,10 +794,34 @@ type TasksGetInput struct {
 	Job int64 `json:"-"`
 }
 
+// TestFilterOut is a part of hookd's answers.
+type TestFilterOut struct {
+	// the run-time error (a field the sample lacks …); the event would not be delivered
+	Error string `json:"error,omitempty"`
+	// the sample event
+	Event  *Event `json:"event"`
+	Passed bool   `json:"passed"`
+}
+
 // TestSent is a part of hookd's answers.
 type TestSent struct {
 	EventID string `json:"event_id"`
 	Type    string `json:"type"`
+}
+
+// TestTransformationOut is a part of hookd's answers.
+type TestTransformationOut struct {
+	// the handler cancelled: this delivery would not be sent
+	Cancel bool `json:"cancel,omitempty"`
+	// the run failed: the script's error with its line and column; the delivery would fail as a permanent failure
+	Error   string            `json:"error,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// the webhook the handler got: {method, url, headers, payload}
+	Input  json.RawMessage `json:"input"`
+	Method string          `json:"method,omitempty"`
+	// the body hookd would sign and send
+	Payload json.RawMessage `json:"payload,omitempty"`
+	URL     string          `json:"url,omitempty"`
 }
 
 // WebhooksCreateInput is the input of webhooks.create.
@@ -805,6 +833,8 @@ type WebhooksCreateInput struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// event-type globs; * matches any run of characters
 	EventTypes []string `json:"event_types"`
+	// a CEL expression over the event (type, subject, occurred_at, data) that must be true for it to reach the endpoint, e.g. data.amount > 1000; empty: every subscribed event (at most 4096 bytes)
+	Filter string `json:"filter,omitempty"`
 	// id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice)
 	GrantID string `json:"grant_id,omitempty"`
 	// extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers)
@@ -821,6 +851,9 @@ type WebhooksCreateInput struct {
 	// send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd)
 	TraceContext bool `json:"trace_context,omitempty"`
 	// absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)
+	// JavaScript defining function handler(webhook) that gets {method, url, headers, payload} and returns it changed (payload, headers, the url's path or query) or with cancel = true (not sent); empty: the envelope as it is (at most 65536 bytes)
+	Transformation string `json:"transformation,omitempty"`
+	// absolute http(s) URL that receives the POSTs (none for kind poll)
 	URL string `json:"url,omitempty"`
 }
 
@@ -957,6 +990,34 @@ type WebhooksStatsInput struct {
 	ID string `json:"-"`
 }
 
+// WebhooksTestFilterInput is the input of webhooks.test_filter.
+type WebhooksTestFilterInput struct {
+	// the sample's data; given, it replaces the type's example
+	Data json.RawMessage `json:"data,omitempty"`
+	// an event type offered to the owner: its example data is the sample (default: the first type offered that has an example)
+	EventType string `json:"event_type,omitempty"`
+	// the CEL expression to try
+	Filter string `json:"filter"`
+	// the sample's subject (default: sample://subject)
+	Subject string `json:"subject,omitempty"`
+}
+
+// WebhooksTestTransformationInput is the input of webhooks.test_transformation.
+type WebhooksTestTransformationInput struct {
+	// the sample's data; given, it replaces the type's example
+	Data json.RawMessage `json:"data,omitempty"`
+	// an event type offered to the owner: its example data is the sample (default: the first type offered that has an example)
+	EventType string `json:"event_type,omitempty"`
+	// the endpoint's custom headers the webhook carries
+	Headers map[string]string `json:"headers,omitempty"`
+	// the sample's subject (default: sample://subject)
+	Subject string `json:"subject,omitempty"`
+	// the JavaScript to try (defining handler(webhook))
+	Transformation string `json:"transformation"`
+	// the endpoint URL the webhook carries (default https://receiver.example/webhook)
+	URL string `json:"url,omitempty"`
+}
+
 // WebhooksUpdateInput is the input of webhooks.update.
 type WebhooksUpdateInput struct {
 	ID          string  `json:"-"`
@@ -966,6 +1027,8 @@ type WebhooksUpdateInput struct {
 	// false disables; true re-enables and clears the failure state
 	Enabled    *bool    `json:"enabled,omitzero"`
 	EventTypes []string `json:"event_types,omitzero"`
+	// a CEL expression the event must satisfy; empty string removes the filter
+	Filter *string `json:"filter,omitzero"`
 	// another grant of the owner's; empty string: none (the published slice)
 	GrantID *string `json:"grant_id,omitzero"`
 	// replaces every custom header ({} removes them)
@@ -980,6 +1043,9 @@ type WebhooksUpdateInput struct {
 	TraceContext *bool `json:"trace_context,omitzero"`
 	// a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it
 	URL *string `json:"url,omitzero"`
+	// JavaScript defining handler(webhook); empty string removes the transformation
+	Transformation *string `json:"transformation,omitzero"`
+	URL            *string `json:"url,omitzero"`
 }
 
 // APIKeysOps are the api_keys ops.
@@ -1594,6 +1660,28 @@ func (g WebhooksOps) SendTest(ctx context.Context, in WebhooksSendTestInput) (*T
 func (g WebhooksOps) Stats(ctx context.Context, in WebhooksStatsInput) (*EndpointStats, error) {
 	r := &request{op: "webhooks.stats", method: "GET", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/stats"}
 	var v EndpointStats
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// TestFilter calls webhooks.test_filter (POST /api/admin/webhooks/test_filter): Try a filter on a sample event (the type's example, or one given); nothing is sent.
+func (g WebhooksOps) TestFilter(ctx context.Context, in WebhooksTestFilterInput) (*TestFilterOut, error) {
+	r := &request{op: "webhooks.test_filter", method: "POST", path: "/api/admin/webhooks/test_filter"}
+	r.body = in
+	var v TestFilterOut
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// TestTransformation calls webhooks.test_transformation (POST /api/admin/webhooks/test_transformation): Try a transformation on a sample event (the type's example, or one given): the request it would make, or its error; nothing is sent.
+func (g WebhooksOps) TestTransformation(ctx context.Context, in WebhooksTestTransformationInput) (*TestTransformationOut, error) {
+	r := &request{op: "webhooks.test_transformation", method: "POST", path: "/api/admin/webhooks/test_transformation"}
+	r.body = in
+	var v TestTransformationOut
 	if err := g.c.do(ctx, r, &v); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("HOOKD_METRICS_ADDR"), "serve /metrics (and /healthz, /readyz) on this address of its own, e.g. :9090; empty: /metrics on --addr (env HOOKD_METRICS_ADDR)")
 	ownerLabels := fs.Bool("metrics-owner-labels", os.Getenv("HOOKD_METRICS_OWNER_LABELS") == "true", "label the Prometheus counters by owner and endpoint (cardinality grows with them) (env HOOKD_METRICS_OWNER_LABELS=true)")
+	noTransformations := fs.Bool("no-transformations", os.Getenv("HOOKD_NO_TRANSFORMATIONS") == "true", "run no endpoint's transformation: their deliveries fail rather than go untransformed, and saving one is refused; filters still apply (env HOOKD_NO_TRANSFORMATIONS=true)")
 	gcFloorFlag := gcHeapFloorFlag(fs.FlagSet)
 	if _, err := fs.Parse(args); err != nil {
 		return err
@@ -114,6 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		cfg.Catalogs = strings.Split(*catalog, ",")
 	}
 	cfg.PortalFrameOrigins = ops.SplitOrigins(*frameOrigins)
+	cfg.NoTransformations = *noTransformations
 	cfg.Work = *role != "api"
 	cfg.Workers, cfg.SlowWorkers, cfg.OwnerShare, cfg.SlowAfter = *workers, *slowWorkers, *ownerShare, *slowAfter
 	if cfg.AuditRetention, err = time.ParseDuration(*auditRetention); err != nil {

@@ -111,6 +111,7 @@ func (c *Console) routes() error {
 	m.Handle("GET /admin/webhooks", c.authed(c.listEndpoints))
 	m.Handle("GET /admin/webhooks/new", c.authed(c.newEndpoint))
 	m.Handle("POST /admin/webhooks", c.authed(c.createEndpoint))
+	m.Handle("POST /admin/webhooks/try", c.authed(c.tryCode))
 	m.Handle("GET /admin/webhooks/{id}", c.authed(c.showEndpoint))
 	m.Handle("GET /admin/webhooks/{id}/edit", c.authed(c.editEndpoint))
 	m.Handle("POST /admin/webhooks/{id}", c.authed(c.updateEndpoint))

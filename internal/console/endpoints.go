@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/scope"
 )
@@ -90,6 +91,10 @@ type endpointForm struct {
 	GrantSent bool
 	GrantMode string // "store": a picker of the owner's grants; "foreign": a text field; "": none
 	Grants    []grantChoice
+	// Code is the filter and transformation (code.go); CodeSent says the
+	// form had their editors.
+	Code     endpoint.Code
+	CodeSent bool
 }
 
 func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
@@ -103,7 +108,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, s, err)
 		return
 	}
-	f := &endpointForm{ID: e.ID, Kind: e.Kind, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Developer: e.Developer, Selected: map[string]bool{}, GrantID: e.GrantID}
+	f := &endpointForm{ID: e.ID, Kind: e.Kind, URL: e.URL, Description: e.Description, Enabled: e.Enabled, TraceContext: e.TraceContext, Developer: e.Developer, Selected: map[string]bool{}, GrantID: e.GrantID, Code: e.Code}
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
@@ -153,6 +158,7 @@ func readForm(r *http.Request) *endpointForm {
 		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
+		Code: endpoint.Code{Filter: r.PostFormValue("filter"), Transformation: r.PostFormValue("transformation")}, CodeSent: r.PostFormValue("code_shown") != "",
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -232,6 +238,10 @@ func fieldOf(msg string) string {
 		return "types"
 	case strings.HasPrefix(msg, "grant_id"):
 		return "grant_id"
+	case strings.HasPrefix(msg, "filter"):
+		return "filter"
+	case strings.HasPrefix(msg, "transformation"):
+		return "transformation"
 	}
 	return "form"
 }
@@ -246,6 +256,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	enabled := f.Enabled
 	in := &ops.CreateEndpointIn{Kind: f.Kind, URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
 	in.TraceContext, in.Developer = f.TraceContext, f.Developer
+	in.Filter, in.Transformation = f.Code.Filter, f.Code.Transformation
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
 		c.refuse(w, r, s, f, err)
@@ -269,6 +280,9 @@ func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	if f.DeveloperSent {
 		in.Developer = &f.Developer
+	}
+	if f.CodeSent {
+		in.Filter, in.Transformation = &f.Code.Filter, &f.Code.Transformation
 	}
 	if _, err := c.call(r.Context(), s, "webhooks.update", in); err != nil {
 		c.refuse(w, r, s, f, err)

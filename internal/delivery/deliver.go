@@ -125,6 +125,9 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 		return ret
 	}
 	out, took, err := s.attempt(ctx, ep, d, a.Event, a.Owner, p, now)
+	if errors.As(err, new(transformCancel)) {
+		return s.discard(ctx, d, p.Name(), job.ID, err.Error())
+	}
 	if err != nil {
 		return s.unsent(ctx, d, exclusive, err)
 	}
@@ -338,8 +341,20 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 		return Outcome{}, 0, fmt.Errorf("render %s: %w", ev.ID, err)
 	}
 	*buf = body
-	h := make(http.Header, 6+len(ep.Headers))
-	for name, value := range ep.Headers { // canonical and never reserved (endpoint.CheckHeaders)
+	url, headers := ep.URL, ep.Headers
+	if ep.Transformation != "" { // reshaped before it is signed (code.go)
+		xf, failed, err := s.transformed(ep, p, body)
+		if failed != nil || err != nil {
+			profile.Buffers.Put(buf)
+			if failed != nil {
+				return *failed, 0, nil
+			}
+			return Outcome{}, 0, err
+		}
+		body, url, headers = xf.Payload, xf.URL, xf.Headers
+	}
+	h := make(http.Header, 6+len(headers))
+	for name, value := range headers { // canonical and never reserved (endpoint.CheckHeaders)
 		h[name] = []string{value}
 	}
 	h["Content-Type"] = []string{"application/json"}
@@ -363,7 +378,7 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 		return s.sendDestination(ctx, ep, ev, h, body, p)
 	}
 	start := time.Now() // the wall clock, not s.now: a duration, not a time
-	resp, err := s.cfg.Client.PostReleasing(ctx, ep.URL, h, body, func() { profile.Buffers.Put(buf) })
+	resp, err := s.cfg.Client.PostReleasing(ctx, url, h, body, func() { profile.Buffers.Put(buf) })
 	took := time.Since(start)
 	s.cfg.Metrics.Attempt(p.Name(), took)
 	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p), took, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/transform"
 )
 
 type fanoutWorker struct {
@@ -165,6 +166,7 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 	implicit := p.Implicit(ev.Type, o)
 	about := AboutEndpoint(ev) // a failure notification never goes to its endpoint
 	var out []*endpoint.Endpoint
+	var in *transform.Input // ev as filters see it, made for the first one (code.go)
 	for _, ep := range eps {
 		if about != "" && ep.ID == about {
 			continue
@@ -184,6 +186,9 @@ func (s *Service) targets(ctx context.Context, ev *event.Event, o *owner.Owner, 
 		ok, err := s.cfg.Scope.Admits(ctx, ep, ev, view)
 		if err != nil {
 			return nil, fmt.Errorf("scope of endpoint %s: %w", ep.ID, err)
+		}
+		if ok && ep.Filter != "" {
+			ok = s.filterPasses(ep, ev, &in)
 		}
 		if ok {
 			out = append(out, ep)

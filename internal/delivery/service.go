@@ -42,6 +42,7 @@ import (
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
+	"github.com/hookd/hookd/internal/transform"
 )
 
 // Poster sends one request: the egress client. The body comes from
@@ -125,6 +126,9 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Tracer makes hookd's spans: publish, fanout, deliver (nil: tracing off).
 	Tracer trace.Tracer
+	// Code runs endpoints' filters and transformations (code.go; default
+	// transform.New with the default limits).
+	Code *transform.Engine
 }
 
 // Service runs hookd's deliveries, one per process: Publish, the River
@@ -153,6 +157,8 @@ type Service struct {
 	controlNotes controlNotes
 	// poll wakes the long-polls of polling endpoints (poll.go).
 	poll *PollHub
+	// filterNotes are the failing filters logged (code.go).
+	filterNotes filterNotes
 }
 
 // Hooks stop the delivery service at its hand-over windows, so tests can force the
@@ -225,6 +231,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Code == nil {
+		cfg.Code = transform.New(transform.Limits{}, false)
 	}
 	if cfg.Rules == (endpoint.Rules{}) {
 		cfg.Rules = endpoint.DefaultRules

@@ -38,6 +38,8 @@ type Endpoint struct {
 	// Controls (controls.go): extra headers on every attempt, a rate
 	// limit, publish-order delivery.
 	Controls
+	// Code (code.go): the endpoint's filter and transformation.
+	Code
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 

@@ -65,6 +65,7 @@ type CreateEndpointIn struct {
 	GrantID     string `json:"grant_id,omitempty" jsonschema:"id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice)"`
 	Signature   string `json:"signature,omitempty" jsonschema:"hmac (default: v1 with a whsec_ secret), ed25519 (v1a: the receiver verifies with the public_key whpk_ in the record) or both"`
 	ControlsIn
+	CodeIn
 }
 
 // UpdateEndpointIn is webhooks.update's input: a field left out keeps its
@@ -79,6 +80,7 @@ type UpdateEndpointIn struct {
 	GrantID     *string   `json:"grant_id,omitempty" jsonschema:"another grant of the owner's; empty string: none (the published slice)"`
 	Signature   *string   `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
 	ControlsPatch
+	CodePatch
 }
 
 // DeliveriesIn is webhooks.deliveries' input: one endpoint, a page size
@@ -195,9 +197,13 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		Enabled: in.Enabled == nil || *in.Enabled, MaxInFlight: prof.MaxInFlight(in.MaxInFlight),
 		CreatedAt: now, UpdatedAt: now, Signing: keys.Signing(now),
 	}
-	if err := applyControls(e, in.patch(), e.MaxInFlight, prof); err != nil {
+	if err := applyControls(e, in.ControlsIn.patch(), e.MaxInFlight, prof); err != nil {
 		return nil, err
 	}
+	if err := s.checkCode(in.CodeIn.patch()); err != nil {
+		return nil, err
+	}
+	applyCode(&e.Code, in.CodeIn.patch())
 	var token string
 	var tokenHash []byte
 	if e.Polled() {
@@ -232,6 +238,9 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEndpointIn) (*EndpointView, error) {
 	_, prof, err := s.ownerProfile(ctx, p.OwnerID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCode(in.CodePatch); err != nil {
 		return nil, err
 	}
 	var out *endpoint.Endpoint
@@ -276,6 +285,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		if err := applyControls(e, in.ControlsPatch, e.MaxInFlight, prof); err != nil {
 			return err
 		}
+		applyCode(&e.Code, in.CodePatch)
 		if err := checkDeveloper(ctx, q, e); err != nil {
 			return err
 		}

@@ -47,6 +47,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.signingOps()...)
 		s.ops = append(s.ops, s.pollOps()...)
 		s.ops = append(s.ops, s.retryNowOp())
+		s.ops = append(s.ops, s.codeOps()...)
 		s.ops = append(s.ops, s.grantOps()...)
 		s.ops = append(s.ops, s.eventTypeOps()...)
 		s.ops = append(s.ops, s.eventOps()...)

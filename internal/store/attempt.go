@@ -27,7 +27,7 @@ type AttemptInput struct {
 // bytes), the current ones for an event fanned out before the capture.
 const attemptSelect = `SELECT
 		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
-		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at, e.headers, e.rate_limit, e.ordered, e.trace_context, e.slow_since,
+		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at, e.headers, e.rate_limit, e.ordered, e.trace_context, e.slow_since, e.transform_code,
 		o.profile, COALESCE(ev.owner_attributes, o.attributes), o.created_at,
 		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
 	FROM hookd_deliveries d
@@ -98,7 +98,7 @@ func scanAttempt(r row) (*AttemptInput, error) {
 	)
 	err := r.Scan(
 		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &dNext, &dCreated, &dUpdated, &dFinished,
-		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated, &headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &eSlow,
+		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated, &headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &eSlow, &e.Transformation,
 		&o.Profile, &attrs, &oCreated,
 		&evID, &evType, &evSubject, &evOccurred, &evData, &evTenant, &evEndpoint, &evKey, &evCreated)
 	if err != nil {

@@ -15,7 +15,7 @@ const endpointCols = `id, owner_id, url, description, event_types, secret_sealed
 
 // endpointReadCols are endpointCols and the columns hookd writes itself,
 // not the owner (slow_since: the endpoint's lane), which scanEndpoint reads.
-const endpointReadCols = endpointCols + `, slow_since`
+const endpointReadCols = endpointCols + `, slow_since, filter_code, transform_code`
 
 func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
@@ -24,7 +24,7 @@ func scanEndpoint(r row) (*endpoint.Endpoint, error) {
 	var created, updated int64
 	var signing, headers string
 	if err := r.Scan(&e.ID, &e.OwnerID, &e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &failing, &e.MaxInFlight, &created, &updated, &signing,
-		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer, &e.Kind, &slow); err != nil {
+		&headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &e.Developer, &e.Kind, &slow, &e.Filter, &e.Transformation); err != nil {
 		return nil, err
 	}
 	if err := scanHeaders(&e, headers); err != nil {
@@ -72,6 +72,9 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	if err != nil {
 		return fmt.Errorf("create endpoint: %w", err)
 	}
+	if err := q.writeCode(ctx, e, true); err != nil {
+		return err
+	}
 	return q.resizeLeases(ctx, e.ID, e.MaxInFlight)
 }
 
@@ -111,6 +114,9 @@ func (q *Q) UpdateEndpoint(ctx context.Context, e *endpoint.Endpoint) error {
 	}
 	if n == 0 {
 		return notFoundEndpoint(e.ID)
+	}
+	if err := q.writeCode(ctx, e, false); err != nil {
+		return err
 	}
 	return q.resizeLeases(ctx, e.ID, e.MaxInFlight)
 }

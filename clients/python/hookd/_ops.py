@@ -59,6 +59,8 @@ OPERATIONS: tuple[str, ...] = (
     "webhooks.rotate_secret",
     "webhooks.send_test",
     "webhooks.stats",
+    "webhooks.test_filter",
+    "webhooks.test_transformation",
     "webhooks.update",
 )
 """The operationId of every op the client calls, as in hookd's /openapi.json."""
@@ -245,6 +247,7 @@ class EndpointView(TypedDict, total=False):
     enabled: Required[bool]
     event_types: Required[Optional[list[str]]]
     failing_since: Optional[str]
+    filter: Required[str]
     grant_id: str
     grant_status: str
     headers: Required[dict[str, str]]
@@ -261,6 +264,7 @@ class EndpointView(TypedDict, total=False):
     signature: Required[str]
     state: Required[Literal["enabled", "failing", "disabled"]]
     trace_context: Required[bool]
+    transformation: Required[str]
     updated_at: Required[str]
     url: Required[str]
 
@@ -453,9 +457,25 @@ class TaskView(TypedDict, total=False):
     state: Required[str]
 
 
+class TestFilterOut(TypedDict, total=False):
+    error: str
+    event: Required[Optional[Event]]
+    passed: Required[bool]
+
+
 class TestSent(TypedDict, total=False):
     event_id: Required[str]
     type: Required[str]
+
+
+class TestTransformationOut(TypedDict, total=False):
+    cancel: bool
+    error: str
+    headers: dict[str, str]
+    input: Required[dict[str, Any]]
+    method: str
+    payload: dict[str, Any]
+    url: str
 
 
 Call = Callable[[OpSpec, dict[str, Any]], Any]
@@ -731,10 +751,10 @@ class WebhooksOps:
         result: ActivityList = self._call(spec, {})
         return result
 
-    def create(self, *, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, url: Optional[str] = None) -> EndpointView:
+    def create(self, *, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], filter: Optional[str] = None, grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, transformation: Optional[str] = None, url: Optional[str] = None) -> EndpointView:
         """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
         spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
+        result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
         return result
 
     def delete(self, *, id: str) -> None:
@@ -843,14 +863,26 @@ class WebhooksOps:
         result: EndpointStats = self._call(spec, {"id": id})
         return result
 
-    def update(self, *, id: str, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
+    def test_filter(self, *, data: Optional[dict[str, Any]] = None, event_type: Optional[str] = None, filter: str, subject: Optional[str] = None) -> TestFilterOut:
+        """Try a filter on a sample event (the type's example, or one given); nothing is sent. (POST /api/admin/webhooks/test_filter)"""
+        spec = OpSpec("webhooks.test_filter", "POST", "/api/admin/webhooks/test_filter", query=(), headers={}, body=True)
+        result: TestFilterOut = self._call(spec, {"data": data, "event_type": event_type, "filter": filter, "subject": subject})
+        return result
+
+    def test_transformation(self, *, data: Optional[dict[str, Any]] = None, event_type: Optional[str] = None, headers: Optional[dict[str, str]] = None, subject: Optional[str] = None, transformation: str, url: Optional[str] = None) -> TestTransformationOut:
+        """Try a transformation on a sample event (the type's example, or one given): the request it would make, or its error; nothing is sent. (POST /api/admin/webhooks/test_transformation)"""
+        spec = OpSpec("webhooks.test_transformation", "POST", "/api/admin/webhooks/test_transformation", query=(), headers={}, body=True)
+        result: TestTransformationOut = self._call(spec, {"data": data, "event_type": event_type, "headers": headers, "subject": subject, "transformation": transformation, "url": url})
+        return result
+
+    def update(self, *, id: str, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, filter: Optional[Optional[str]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, transformation: Optional[Optional[str]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
         """Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure. (PATCH /api/admin/webhooks/{id})"""
         spec = OpSpec("webhooks.update", "PATCH", "/api/admin/webhooks/{id}", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"id": id, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
+        result: EndpointView = self._call(spec, {"id": id, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
         return result
 
 
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent"]
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut"]
 
 
 class Ops:

@@ -56,6 +56,8 @@ export const OPERATIONS = [
   "webhooks.rotate_secret",
   "webhooks.send_test",
   "webhooks.stats",
+  "webhooks.test_filter",
+  "webhooks.test_transformation",
   "webhooks.update",
 ] as const;
 
@@ -278,6 +280,7 @@ export interface EndpointView {
   enabled: boolean;
   event_types: string[] | null;
   failing_since?: string | null;
+  filter: string;
   grant_id?: string;
   grant_status?: string;
   headers: { [key: string]: string };
@@ -294,6 +297,7 @@ export interface EndpointView {
   signature: string;
   state: "enabled" | "failing" | "disabled";
   trace_context: boolean;
+  transformation: string;
   updated_at: string;
   url: string;
 }
@@ -735,9 +739,31 @@ export interface TasksGetInput {
   job: number;
 }
 
+export interface TestFilterOut {
+  /** the run-time error (a field the sample lacks …); the event would not be delivered */
+  error?: string;
+  /** the sample event */
+  event: Event | null;
+  passed: boolean;
+}
+
 export interface TestSent {
   event_id: string;
   type: string;
+}
+
+export interface TestTransformationOut {
+  /** the handler cancelled: this delivery would not be sent */
+  cancel?: boolean;
+  /** the run failed: the script's error with its line and column; the delivery would fail as a permanent failure */
+  error?: string;
+  headers?: { [key: string]: string };
+  /** the webhook the handler got: {method, url, headers, payload} */
+  input: { [key: string]: unknown };
+  method?: string;
+  /** the body hookd would sign and send */
+  payload?: { [key: string]: unknown };
+  url?: string;
 }
 
 /** WebhooksCreateInput is the input of webhooks.create. */
@@ -749,6 +775,8 @@ export interface WebhooksCreateInput {
   enabled?: boolean | null;
   /** event-type globs; * matches any run of characters */
   event_types: string[] | null;
+  /** a CEL expression over the event (type, subject, occurred_at, data) that must be true for it to reach the endpoint, e.g. data.amount > 1000; empty: every subscribed event (at most 4096 bytes) */
+  filter?: string;
   /** id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice) */
   grant_id?: string;
   /** extra request headers sent on every attempt (at most 20; not webhook-*, X-Kwork-*, Content-Type, Content-Length, Host, User-Agent or hop-by-hop headers) */
@@ -765,6 +793,9 @@ export interface WebhooksCreateInput {
   /** send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd) */
   trace_context?: boolean;
   /** absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll) */
+  /** JavaScript defining function handler(webhook) that gets {method, url, headers, payload} and returns it changed (payload, headers, the url's path or query) or with cancel = true (not sent); empty: the envelope as it is (at most 65536 bytes) */
+  transformation?: string;
+  /** absolute http(s) URL that receives the POSTs (none for kind poll) */
   url?: string;
 }
 
@@ -901,6 +932,34 @@ export interface WebhooksStatsInput {
   id: string;
 }
 
+/** WebhooksTestFilterInput is the input of webhooks.test_filter. */
+export interface WebhooksTestFilterInput {
+  /** the sample's data; given, it replaces the type's example */
+  data?: { [key: string]: unknown };
+  /** an event type offered to the owner: its example data is the sample (default: the first type offered that has an example) */
+  event_type?: string;
+  /** the CEL expression to try */
+  filter: string;
+  /** the sample's subject (default: sample://subject) */
+  subject?: string;
+}
+
+/** WebhooksTestTransformationInput is the input of webhooks.test_transformation. */
+export interface WebhooksTestTransformationInput {
+  /** the sample's data; given, it replaces the type's example */
+  data?: { [key: string]: unknown };
+  /** an event type offered to the owner: its example data is the sample (default: the first type offered that has an example) */
+  event_type?: string;
+  /** the endpoint's custom headers the webhook carries */
+  headers?: { [key: string]: string };
+  /** the sample's subject (default: sample://subject) */
+  subject?: string;
+  /** the JavaScript to try (defining handler(webhook)) */
+  transformation: string;
+  /** the endpoint URL the webhook carries (default https://receiver.example/webhook) */
+  url?: string;
+}
+
 /** WebhooksUpdateInput is the input of webhooks.update. */
 export interface WebhooksUpdateInput {
   id: string;
@@ -910,6 +969,8 @@ export interface WebhooksUpdateInput {
   /** false disables; true re-enables and clears the failure state */
   enabled?: boolean | null;
   event_types?: string[] | null;
+  /** a CEL expression the event must satisfy; empty string removes the filter */
+  filter?: string | null;
   /** another grant of the owner's; empty string: none (the published slice) */
   grant_id?: string | null;
   /** replaces every custom header ({} removes them) */
@@ -923,6 +984,8 @@ export interface WebhooksUpdateInput {
   /** true sends the W3C trace context with every attempt (tracing on); false stops it */
   trace_context?: boolean | null;
   /** a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it */
+  /** JavaScript defining handler(webhook); empty string removes the transformation */
+  transformation?: string | null;
   url?: string | null;
 }
 
@@ -1127,6 +1190,12 @@ export abstract class Ops {
     /** One endpoint's deliveries of the last 24 h by hour and outcome (delivered, failed, pending). (GET /api/admin/webhooks/{id}/stats) */
     stats: (input: WebhooksStatsInput, options?: CallOptions): Promise<EndpointStats> =>
       this.call<EndpointStats>({ op: "webhooks.stats", method: "GET", path: "/api/admin/webhooks/{id}/stats", query: [], headers: {}, body: false }, input, options),
+    /** Try a filter on a sample event (the type's example, or one given); nothing is sent. (POST /api/admin/webhooks/test_filter) */
+    testFilter: (input: WebhooksTestFilterInput, options?: CallOptions): Promise<TestFilterOut> =>
+      this.call<TestFilterOut>({ op: "webhooks.test_filter", method: "POST", path: "/api/admin/webhooks/test_filter", query: [], headers: {}, body: true }, input, options),
+    /** Try a transformation on a sample event (the type's example, or one given): the request it would make, or its error; nothing is sent. (POST /api/admin/webhooks/test_transformation) */
+    testTransformation: (input: WebhooksTestTransformationInput, options?: CallOptions): Promise<TestTransformationOut> =>
+      this.call<TestTransformationOut>({ op: "webhooks.test_transformation", method: "POST", path: "/api/admin/webhooks/test_transformation", query: [], headers: {}, body: true }, input, options),
     /** Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure. (PATCH /api/admin/webhooks/{id}) */
     update: (input: WebhooksUpdateInput, options?: CallOptions): Promise<EndpointView> =>
       this.call<EndpointView>({ op: "webhooks.update", method: "PATCH", path: "/api/admin/webhooks/{id}", query: [], headers: {}, body: true }, input, options),

@@ -48,6 +48,27 @@
   function schedule() { clearTimeout(timer); timer = setTimeout(refresh, 1000); }
   if (live && document.querySelector('#delivery-rows tr[data-state="pending"]')) schedule();
 
+  // The endpoint form's Try buttons: run the filter or transformation on
+  // a sample event (nothing is sent) and show what came of it.
+  document.querySelectorAll("button[data-try]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var what = btn.getAttribute("data-try"), form = btn.form;
+      var out = document.getElementById(what + "-output");
+      var url = form.querySelector("#url");
+      var body = new URLSearchParams({ csrf: form.elements.csrf.value, what: what, code: document.getElementById(what).value, url: url ? url.value : "" });
+      btn.disabled = true;
+      fetch(btn.getAttribute("data-try-url"), {
+        method: "POST", credentials: "same-origin", body: body,
+        headers: { Accept: "application/json", "X-CSRF-Token": form.elements.csrf.value }
+      }).then(function (r) { return r.json(); }).then(function (res) {
+        out.textContent = res.text || (res.error && res.error.message) || res.error || "";
+        out.classList.remove("hidden");
+        out.classList.toggle("failed", !res.ok);
+        out.setAttribute("data-ok", res.ok ? "true" : "false");
+      }).finally(function () { btn.disabled = false; });
+    });
+  });
+
   // Send test without leaving the page.
   document.querySelectorAll("form[data-async]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
