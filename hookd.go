@@ -152,9 +152,10 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	m := metrics.New(metrics.Config{Profiles: profiles.Names(), OwnerLabels: cfg.MetricsOwnerLabels, Process: true})
 	deliverySvc := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer,
-		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
-		Scope:  scopePredicate(cfg.Scope),
-		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention,
+		Client:    egress.New(egress.Config{Allow: cfg.EgressAllow, Proxy: cfg.EgressProxy, UserAgent: cfg.UserAgent, Timeout: cfg.HTTPTimeout, Now: cfg.Now}),
+		UserAgent: cfg.UserAgent,
+		Scope:     scopePredicate(cfg.Scope),
+		Now:       cfg.Now, Log: cfg.Log, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, OwnerShare: cfg.OwnerShare, SlowAfter: cfg.SlowAfter,
