@@ -90,10 +90,11 @@ type endpointForm struct {
 	GrantSent bool
 	GrantMode string // "store": a picker of the owner's grants; "foreign": a text field; "": none
 	Grants    []grantChoice
+	Auth      authForm // endpoint_auth.go
 }
 
 func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
-	f := &endpointForm{Enabled: true, Selected: map[string]bool{}}
+	f := &endpointForm{Enabled: true, Selected: map[string]bool{}, Auth: newAuthForm(nil, false)}
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -107,6 +108,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
+	f.Auth = newAuthForm(e.Auth, true)
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -153,6 +155,7 @@ func readForm(r *http.Request) *endpointForm {
 		Enabled: r.PostFormValue("enabled") == "on", Selected: map[string]bool{}, Other: r.PostFormValue("other"),
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
+		Auth: readAuthForm(r),
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -232,6 +235,8 @@ func fieldOf(msg string) string {
 		return "types"
 	case strings.HasPrefix(msg, "grant_id"):
 		return "grant_id"
+	case strings.HasPrefix(msg, "auth"):
+		return "auth"
 	}
 	return "form"
 }
@@ -245,7 +250,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	f := readForm(r)
 	enabled := f.Enabled
 	in := &ops.CreateEndpointIn{Kind: f.Kind, URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
-	in.TraceContext, in.Developer = f.TraceContext, f.Developer
+	in.TraceContext, in.Developer, in.Auth = f.TraceContext, f.Developer, f.Auth.input()
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
 		c.refuse(w, r, s, f, err)
@@ -257,7 +262,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readForm(r)
 	globs := f.globs()
-	in := &ops.UpdateEndpointIn{ID: f.ID, Description: &f.Description, EventTypes: &globs}
+	in := &ops.UpdateEndpointIn{ID: f.ID, Description: &f.Description, EventTypes: &globs, Auth: f.Auth.input()}
 	if f.Kind != "poll" { // a polling endpoint's form has no URL
 		in.URL = &f.URL
 	}
