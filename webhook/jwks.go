@@ -151,7 +151,7 @@ func (v *JWKSVerifier) fetch(ctx context.Context) (standardKeys, error) {
 	if err != nil {
 		return standardKeys{}, fmt.Errorf("webhook: JWKS: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to its use below; a failed close loses nothing
 	if resp.StatusCode != http.StatusOK {
 		return standardKeys{}, fmt.Errorf("webhook: JWKS %s: HTTP %d", v.src.URL, resp.StatusCode)
 	}

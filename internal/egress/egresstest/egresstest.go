@@ -286,7 +286,7 @@ func (p *Proxy) accept() {
 
 func (p *Proxy) tunnel(c net.Conn) {
 	defer p.wg.Done()
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	req, err := http.ReadRequest(bufio.NewReader(c))
 	if err != nil {
 		return
@@ -303,7 +303,7 @@ func (p *Proxy) tunnel(c net.Conn) {
 		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
 		return
 	}
-	defer up.Close()
+	defer func() { _ = up.Close() }()
 	p.mu.Lock()
 	p.outbound[up.LocalAddr().String()] = true
 	p.mu.Unlock()
