@@ -5,7 +5,7 @@
 // with the endpoint_id of each key and, during a rotation, the old key too.
 
 import type { RawBody } from './body.js';
-import { base64Encode } from './encoding.js';
+import { base64Decode, base64Encode } from './encoding.js';
 import { NoMatchingSignatureError } from './errors.js';
 import type { WebhookHeaders } from './headers.js';
 import { type StandardEvent, type StandardVerifyOptions, verifyStandard } from './standard.js';
@@ -37,12 +37,7 @@ interface Jwk {
 /** base64url (unpadded) to bytes; null when it is not base64url. */
 function base64UrlDecode(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
-  const b64 = text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4);
-  try {
-    return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
+  return base64Decode(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4));
 }
 
 /** The whpk_ keys of a JWKS document (other keys are skipped). */
