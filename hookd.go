@@ -173,7 +173,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
+	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Queue: queue, EgressAllow: cfg.EgressAllow, UserAgent: cfg.UserAgent, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
 		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
 		api:     &httpapi.Server{Ops: opsSvc, DB: db, Queue: queue, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},
