@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +18,7 @@ import (
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
+	"github.com/hookd/hookd/internal/version"
 )
 
 // The defaults of Config's fields, shared with the hookd command's flags
@@ -56,6 +59,14 @@ type Config struct {
 	// default (loopback, private, link-local…): for local development and
 	// tests, e.g. 127.0.0.1/32.
 	EgressAllow []netip.Prefix
+	// EgressProxy sends every delivery through this HTTP proxy with
+	// CONNECT, so receivers can allow-list its fixed address (nil: direct).
+	// hookd still resolves and judges each receiver's address itself and
+	// asks the proxy for checked IPs only. See egress.ParseProxy.
+	EgressProxy *url.URL
+	// UserAgent is the User-Agent of every delivery (default
+	// "hookd/<version>").
+	UserAgent string
 	// PortalFrameOrigins may frame every owner's portal pages (CSP
 	// frame-ancestors), e.g. https://app.example.com; an owner's own
 	// portal_frame_origins attribute adds more. None: the portal cannot be
@@ -195,6 +206,7 @@ func (c Config) withDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	c.DrainMax = cmp.Or(c.DrainMax, DefaultDrainMax)
+	c.UserAgent = cmp.Or(c.UserAgent, defaultUserAgent())
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -349,4 +361,14 @@ func (c Config) validateSignin() error {
 		}
 	}
 	return nil
+}
+
+// defaultUserAgent is "hookd/<version>": the module version, or "devel"
+// for a local build (whose "(devel)" is no product token).
+func defaultUserAgent() string {
+	v := version.Get().Version
+	if v == "" || strings.HasPrefix(v, "(") {
+		v = "devel"
+	}
+	return "hookd/" + v
 }

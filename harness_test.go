@@ -161,6 +161,8 @@ type bundle struct {
 	// wake fires when hookd logs a line, such as a recorded attempt (nil
 	// when the test logs hookd elsewhere).
 	wake <-chan struct{}
+	// logs is what hookd logged (empty when the test logs it elsewhere).
+	logs *hookdtest.Logs
 }
 
 type setupOpts struct {
@@ -204,7 +206,7 @@ func setup(t *testing.T, backend dbtest.Backend, opts ...setupOpts) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{t: t, h: h, api: api, key: key, clock: clk, dbc: dbc, wake: wake}
+	return &bundle{t: t, h: h, api: api, key: key, clock: clk, dbc: dbc, wake: wake, logs: logs}
 }
 
 // do sends a JSON request with the admin key and decodes the answer into out

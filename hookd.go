@@ -157,9 +157,10 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	dests := destination.New(destination.Config{Allow: cfg.EgressAllow, DialTimeout: cfg.HTTPTimeout, Now: cfg.Now, Log: cfg.Log})
 	deliverySvc := delivery.New(delivery.Config{
 		DB: db, Profiles: profiles, Sealer: sealer, Destinations: dests,
-		Client: egress.New(egress.Config{Allow: cfg.EgressAllow, UserAgent: "hookd/1", Timeout: cfg.HTTPTimeout}),
-		Scope:  scopePredicate(cfg.Scope),
-		Now:    cfg.Now, Log: cfg.Log, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention,
+		Client:    egress.New(egress.Config{Allow: cfg.EgressAllow, Proxy: cfg.EgressProxy, UserAgent: cfg.UserAgent, Timeout: cfg.HTTPTimeout, Now: cfg.Now}),
+		UserAgent: cfg.UserAgent,
+		Scope:     scopePredicate(cfg.Scope),
+		Now:       cfg.Now, Log: cfg.Log, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention,
 		LeaseFor: cfg.LeaseFor, BusySnooze: cfg.BusySnooze, JobTimeout: cfg.JobTimeout,
 		HTTPTimeout: cfg.HTTPTimeout, DrainFor: drainFor(cfg), DrainMax: cfg.DrainMax,
 		Workers: cfg.Workers, SlowWorkers: cfg.SlowWorkers, OwnerShare: cfg.OwnerShare, SlowAfter: cfg.SlowAfter,
@@ -178,7 +179,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*Hookd, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Jobs: queue, EgressAllow: cfg.EgressAllow, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
+	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Jobs: queue, EgressAllow: cfg.EgressAllow, UserAgent: cfg.UserAgent, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	h := &Hookd{
 		cfg: cfg, db: db, delivery: deliverySvc, ops: opsSvc, queue: queue, ownRiver: queue,
 		api:     &httpapi.Server{Ops: opsSvc, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},

@@ -304,6 +304,7 @@ type EndpointStatsHours struct {
 
 // EndpointView is a part of hookd's answers.
 type EndpointView struct {
+	Auth            *EndpointViewAuth `json:"auth,omitempty"`
 	CreatedAt       time.Time         `json:"created_at"`
 	Description     string            `json:"description"`
 	Developer       bool              `json:"developer"`
@@ -331,6 +332,20 @@ type EndpointView struct {
 	Transformation  string            `json:"transformation"`
 	UpdatedAt       time.Time         `json:"updated_at"`
 	URL             string            `json:"url"`
+}
+
+// EndpointViewAuth is a part of hookd's answers.
+type EndpointViewAuth struct {
+	Audience     string     `json:"audience,omitempty"`
+	CertNotAfter *time.Time `json:"cert_not_after,omitempty"`
+	CertSha256   string     `json:"cert_sha256,omitempty"`
+	CertSubject  string     `json:"cert_subject,omitempty"`
+	ClientID     string     `json:"client_id,omitempty"`
+	ReceiverCa   bool       `json:"receiver_ca,omitempty"`
+	Scopes       []string   `json:"scopes,omitempty"`
+	TokenURL     string     `json:"token_url,omitempty"`
+	Type         string     `json:"type"`
+	Username     string     `json:"username,omitempty"`
 }
 
 // Event is a part of hookd's answers.
@@ -822,11 +837,27 @@ type TestTransformationOut struct {
 	// the body hookd would sign and send
 	Payload json.RawMessage `json:"payload,omitempty"`
 	URL     string          `json:"url,omitempty"`
+// WebhooksCreateAuth is a part of WebhooksCreateInput.
+type WebhooksCreateAuth struct {
+	Audience      string   `json:"audience,omitempty"`
+	CaPem         string   `json:"ca_pem,omitempty"`
+	CertPem       string   `json:"cert_pem,omitempty"`
+	ClientID      string   `json:"client_id,omitempty"`
+	ClientSecret  string   `json:"client_secret,omitempty"`
+	Password      string   `json:"password,omitempty"`
+	PrivateKeyPem string   `json:"private_key_pem,omitempty"`
+	Scopes        []string `json:"scopes,omitempty"`
+	Token         string   `json:"token,omitempty"`
+	TokenURL      string   `json:"token_url,omitempty"`
+	Type          string   `json:"type"`
+	Username      string   `json:"username,omitempty"`
 }
 
 // WebhooksCreateInput is the input of webhooks.create.
 type WebhooksCreateInput struct {
-	Description string `json:"description,omitempty"`
+	// how hookd authenticates to the receiver besides the signature: type basic (username, password), bearer (token), oauth2_client_credentials (token_url, client_id, client_secret, scopes, audience) or mtls (cert_pem, private_key_pem, ca_pem); never shown again
+	Auth        *WebhooksCreateAuth `json:"auth,omitempty"`
+	Description string              `json:"description,omitempty"`
 	// kwork: this is the app's developer subscription, the only one its lifecycle events (app.*) go to, listed or not; at most one per app
 	Developer bool `json:"developer,omitempty"`
 	// default true
@@ -1020,8 +1051,10 @@ type WebhooksTestTransformationInput struct {
 
 // WebhooksUpdateInput is the input of webhooks.update.
 type WebhooksUpdateInput struct {
-	ID          string  `json:"-"`
-	Description *string `json:"description,omitzero"`
+	ID string `json:"-"`
+	// replaces the receiver authentication as a whole (type none removes it); never shown again
+	Auth        *WebhooksCreateAuth `json:"auth,omitzero"`
+	Description *string             `json:"description,omitzero"`
 	// kwork: true makes this the app's developer subscription (lifecycle events go to it alone); false unmarks it
 	Developer *bool `json:"developer,omitzero"`
 	// false disables; true re-enables and clears the failure state

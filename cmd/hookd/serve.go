@@ -70,6 +70,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	addr := fs.String("addr", envOr("HOOKD_ADDR", "127.0.0.1:8080"), "listen address (env HOOKD_ADDR)")
 	role := fs.String("role", envOr("HOOKD_ROLE", "all"), "all (API and workers), api (API only) or worker (deliveries only) (env HOOKD_ROLE)")
 	allow := fs.String("egress-allow", os.Getenv("HOOKD_EGRESS_ALLOW"), "CIDR[,CIDR…] the egress guard lets through, e.g. 127.0.0.1/32 for a local receiver (env HOOKD_EGRESS_ALLOW)")
+	proxy := fs.String("egress-proxy", os.Getenv("HOOKD_EGRESS_PROXY"), "send every delivery through this HTTP CONNECT proxy, e.g. http://proxy:3128, so receivers can allow-list its address; hookd still checks each receiver's address (env HOOKD_EGRESS_PROXY)")
+	userAgent := fs.String("user-agent", envOr("HOOKD_USER_AGENT", ""), "User-Agent of every delivery (default hookd/<version>) (env HOOKD_USER_AGENT)")
 	frameOrigins := fs.String("portal-frame-origins", os.Getenv("HOOKD_PORTAL_FRAME_ORIGINS"), "origins that may frame every owner's portal, comma-separated, e.g. https://app.example.com; none: the portal cannot be framed (env HOOKD_PORTAL_FRAME_ORIGINS)")
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
 	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
@@ -111,6 +113,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if cfg.EgressAllow, err = egress.ParseAllow(*allow); err != nil {
 		return fs.Errorf("--egress-allow: %v", err)
 	}
+	if cfg.EgressProxy, err = egress.ParseProxy(*proxy); err != nil {
+		return fs.Errorf("--egress-proxy: %v", err)
+	}
+	cfg.UserAgent = *userAgent
 	if *catalog != "" {
 		cfg.Catalogs = strings.Split(*catalog, ",")
 	}

@@ -95,10 +95,11 @@ type endpointForm struct {
 	// form had their editors.
 	Code     endpoint.Code
 	CodeSent bool
+	Auth     authForm // endpoint_auth.go
 }
 
 func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
-	f := &endpointForm{Enabled: true, Selected: map[string]bool{}}
+	f := &endpointForm{Enabled: true, Selected: map[string]bool{}, Auth: newAuthForm(nil, false)}
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -112,6 +113,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 	for _, g := range e.EventTypes {
 		f.Selected[g] = true
 	}
+	f.Auth = newAuthForm(e.Auth, true)
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -159,6 +161,7 @@ func readForm(r *http.Request) *endpointForm {
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
 		Code: endpoint.Code{Filter: r.PostFormValue("filter"), Transformation: r.PostFormValue("transformation")}, CodeSent: r.PostFormValue("code_shown") != "",
+		Auth: readAuthForm(r),
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -242,6 +245,8 @@ func fieldOf(msg string) string {
 		return "filter"
 	case strings.HasPrefix(msg, "transformation"):
 		return "transformation"
+	case strings.HasPrefix(msg, "auth"):
+		return "auth"
 	}
 	return "form"
 }
@@ -255,7 +260,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	f := readForm(r)
 	enabled := f.Enabled
 	in := &ops.CreateEndpointIn{Kind: f.Kind, URL: f.URL, Description: f.Description, EventTypes: f.globs(), Enabled: &enabled, GrantID: f.GrantID}
-	in.TraceContext, in.Developer = f.TraceContext, f.Developer
+	in.TraceContext, in.Developer, in.Auth = f.TraceContext, f.Developer, f.Auth.input()
 	in.Filter, in.Transformation = f.Code.Filter, f.Code.Transformation
 	e, err := callAs[ops.EndpointView](r.Context(), c, s, "webhooks.create", in)
 	if err != nil {
@@ -268,7 +273,7 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 func (c *Console) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	f := readForm(r)
 	globs := f.globs()
-	in := &ops.UpdateEndpointIn{ID: f.ID, Description: &f.Description, EventTypes: &globs}
+	in := &ops.UpdateEndpointIn{ID: f.ID, Description: &f.Description, EventTypes: &globs, Auth: f.Auth.input()}
 	if f.Kind != "poll" { // a polling endpoint's form has no URL
 		in.URL = &f.URL
 	}

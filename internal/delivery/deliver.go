@@ -377,8 +377,13 @@ func (s *Service) attempt(ctx context.Context, ep *endpoint.Endpoint, d *endpoin
 		defer profile.Buffers.Put(buf)
 		return s.sendDestination(ctx, ep, ev, h, body, p)
 	}
+	auth, err := endpoint.AuthOf(secret) // sealed with the keys: unsealed above, in the one place
+	if err != nil {
+		profile.Buffers.Put(buf)
+		return Outcome{}, 0, fmt.Errorf("endpoint %s auth: %w", ep.ID, err)
+	}
 	start := time.Now() // the wall clock, not s.now: a duration, not a time
-	resp, err := s.cfg.Client.PostReleasing(ctx, url, h, body, func() { profile.Buffers.Put(buf) })
+	resp, err := s.cfg.Client.PostAuth(ctx, url, auth, h, body, func() { profile.Buffers.Put(buf) })
 	took := time.Since(start)
 	s.cfg.Metrics.Attempt(p.Name(), took)
 	return Classify(resp, err, s.now(), s.cfg.MaxRetryAfter, p), took, nil

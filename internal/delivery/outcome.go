@@ -66,6 +66,8 @@ func Classify(resp egress.Response, err error, now time.Time, maxWait time.Durat
 		switch {
 		case errors.Is(err, egress.ErrBlocked):
 			return Outcome{Verdict: Discard, Error: "egress blocked: " + err.Error()}
+		case errors.Is(err, egress.ErrToken):
+			return Outcome{Verdict: Retry, Error: err.Error()} // names the token server's answer
 		case isTimeout(err):
 			return Outcome{Verdict: Retry, Error: "timeout: no complete answer in time"}
 		}

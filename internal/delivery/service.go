@@ -49,6 +49,9 @@ import (
 // profile.Buffers; release gives it back once nothing reads it.
 type Poster interface {
 	PostReleasing(ctx context.Context, url string, header http.Header, body []byte, release func()) (egress.Response, error)
+	// PostAuth is PostReleasing that authenticates to the receiver
+	// (endpoint auth; nil: none).
+	PostAuth(ctx context.Context, url string, auth *endpoint.Auth, header http.Header, body []byte, release func()) (egress.Response, error)
 }
 
 // Config wires the delivery service.

@@ -12,6 +12,8 @@ import (
 	neturl "net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookd/hookd/internal/endpoint"
 )
 
 // Defaults applied by [New] to zero fields of [Config].
@@ -44,6 +46,12 @@ type Config struct {
 	// UserAgent is sent unless the request header sets one. Empty means
 	// DefaultUserAgent.
 	UserAgent string
+	// Proxy, when set, is an HTTP proxy every delivery goes through with
+	// CONNECT (see [ParseProxy]); the guard still judges the receiver.
+	Proxy *neturl.URL
+	// Now is the clock OAuth2 token lifetimes are counted on (nil:
+	// time.Now).
+	Now func() time.Time
 }
 
 // Client posts webhook deliveries. It is safe for concurrent use; create one
@@ -52,9 +60,13 @@ type Client struct {
 	http      *http.Client
 	transport *http.Transport
 	policy    policy
+	proxy     *neturl.URL
 	timeout   time.Duration
 	maxBody   int64
 	userAgent string
+	redirects int
+	tokens    *tokenCache // oauth2_client_credentials (oauth2.go)
+	tlsPool   *tlsPool    // a client per mtls certificate (mtls.go)
 }
 
 // Response is what a delivery learns from the receiver. The body is never
@@ -90,30 +102,46 @@ func New(cfg Config) *Client {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	c := &Client{
 		policy:    newPolicy(cfg.Allow),
+		proxy:     cfg.Proxy,
 		timeout:   cfg.Timeout,
 		maxBody:   cfg.MaxResponseBytes,
 		userAgent: cfg.UserAgent,
+		redirects: cfg.MaxRedirects,
 	}
-	c.transport = newTransport(c.policy, cfg.Timeout)
-	c.http = &http.Client{
-		Transport:     noReplay{c.transport},
-		CheckRedirect: c.checkRedirect(cfg.MaxRedirects),
-	}
+	c.http, c.transport = c.newHTTP(&tls.Config{MinVersion: tls.VersionTLS12})
+	c.tokens = newTokenCache(c.http, cfg.Now, cfg.Timeout)
+	c.tlsPool = newTLSPool(maxTLSTransports, c.newHTTP)
 	return c
 }
 
+// newHTTP returns an HTTP client on a transport of its own with tlsCfg
+// (client certificates differ per transport).
+func (c *Client) newHTTP(tlsCfg *tls.Config) (*http.Client, *http.Transport) {
+	t := newTransport(c.policy, c.timeout, c.proxy, tlsCfg)
+	return &http.Client{Transport: noReplay{t}, CheckRedirect: c.checkRedirect(c.redirects)}, t
+}
+
 // newTransport returns a keep-alive transport whose every connection goes
-// through the guarded dialer. Proxy is nil on purpose: a proxy from the
-// environment would dial on our behalf and bypass the check.
-func newTransport(p policy, timeout time.Duration) *http.Transport {
+// through the guarded dialer, or through the guarded CONNECT tunnel of
+// proxy. Transport.Proxy is nil on purpose: a proxy from the environment,
+// or net/http's own CONNECT with the receiver's name, would have the
+// proxy resolve and dial on our behalf, past the check.
+func newTransport(p policy, timeout time.Duration, proxy *neturl.URL, tlsCfg *tls.Config) *http.Transport {
 	step := min(5*time.Second, timeout)
+	dial := newDialer(p, step).DialContext
+	if proxy != nil {
+		dial = newProxyDialer(proxy, p, step).DialContext
+	}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            newDialer(p, step).DialContext,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        tlsCfg,
 		TLSHandshakeTimeout:    step,
 		ResponseHeaderTimeout:  timeout,
 		ExpectContinueTimeout:  time.Second,
@@ -185,8 +213,70 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 // comes when it has finished. It may never come (a connection lost before
 // the write began); the buffer is then the garbage collector's.
 func (c *Client) PostReleasing(ctx context.Context, url string, header http.Header, body []byte, release func()) (Response, error) {
+	return c.PostAuth(ctx, url, nil, header, body, release)
+}
+
+// PostAuth is PostReleasing that also authenticates hookd to the receiver
+// with auth (nil: the signature alone): basic and bearer set
+// Authorization; oauth2_client_credentials sends the process's cached
+// token (auth errors match [ErrToken]) and, when the receiver answers 401,
+// drops it, fetches a new one and sends once more; mtls presents the
+// client certificate on a transport of its own.
+func (c *Client) PostAuth(ctx context.Context, url string, auth *endpoint.Auth, header http.Header, body []byte, release func()) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	hc := c.http
+	switch {
+	case auth == nil:
+	case auth.Type == endpoint.AuthMTLS:
+		var err error
+		if hc, err = c.tlsPool.client(auth); err != nil {
+			return Response{}, fmt.Errorf("endpoint auth: %w", err)
+		}
+	case auth.Type == endpoint.AuthOAuth2:
+		return c.postOAuth2(ctx, url, auth, header, body, release)
+	default:
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		authorize(header, auth)
+	}
+	return c.send(ctx, hc, url, header, body, release)
+}
+
+// postOAuth2 sends with a bearer token from the cache, refreshed once on a
+// 401. The body may go twice, so it is copied off the caller's pool.
+func (c *Client) postOAuth2(ctx context.Context, url string, auth *endpoint.Auth, header http.Header, body []byte, release func()) (Response, error) {
+	if release != nil {
+		body = bytes.Clone(body)
+		release()
+	}
+	withToken := func(token string) http.Header {
+		h := header.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		h.Set("Authorization", "Bearer "+token)
+		return h
+	}
+	token, err := c.tokens.token(ctx, auth)
+	if err != nil {
+		return Response{}, err
+	}
+	resp, err := c.send(ctx, c.http, url, withToken(token), body, nil)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	c.tokens.refused(auth, token)
+	if token, err = c.tokens.token(ctx, auth); err != nil {
+		return Response{}, err
+	}
+	return c.send(ctx, c.http, url, withToken(token), body, nil)
+}
+
+// send posts body to url through hc; ctx carries the timeout.
+func (c *Client) send(ctx context.Context, hc *http.Client, url string, header http.Header, body []byte, release func()) (Response, error) {
 	if release != nil {
 		// The body stays a *bytes.Reader, which the transport writes
 		// with the headers in one packet (it flushes the headers first for
@@ -226,7 +316,7 @@ func (c *Client) PostReleasing(ctx context.Context, url string, header http.Head
 	}
 
 	start := time.Now()
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return Response{}, err
 	}
@@ -246,4 +336,5 @@ func (c *Client) PostReleasing(ctx context.Context, url string, header http.Head
 // e.g. on shutdown.
 func (c *Client) CloseIdleConnections() {
 	c.transport.CloseIdleConnections()
+	c.tlsPool.closeIdle()
 }

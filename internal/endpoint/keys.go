@@ -49,13 +49,16 @@ type OldKeySet struct {
 type Keys struct {
 	Current KeySet      `json:"current"`
 	Old     []OldKeySet `json:"old,omitempty"`
+	// Auth is how hookd authenticates to the receiver (auth.go): a
+	// credential, so it is sealed with the keys; rotations keep it.
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // Encode returns the text Sealer.Seal protects. A lone secret is written as
 // itself, the form endpoints had before key sets existed; anything else is
 // JSON (which never starts a whsec_ secret).
 func (k Keys) Encode() (string, error) {
-	if len(k.Old) == 0 && k.Current.SigningKey == "" {
+	if len(k.Old) == 0 && k.Current.SigningKey == "" && k.Auth == nil {
 		return k.Current.Secret, nil
 	}
 	b, err := json.Marshal(k)
@@ -95,7 +98,7 @@ func (k Keys) Active(now time.Time) []OldKeySet {
 // once.
 func (k Keys) Rotate(next KeySet, now time.Time, overlap time.Duration) Keys {
 	if overlap <= 0 {
-		return Keys{Current: next}
+		return Keys{Current: next, Auth: k.Auth}
 	}
 	out := k.Current
 	if out.Secret == next.Secret {
@@ -111,11 +114,11 @@ func (k Keys) Rotate(next KeySet, now time.Time, overlap time.Duration) Keys {
 	if len(old) > MaxPreviousKeys {
 		old = old[:MaxPreviousKeys]
 	}
-	return Keys{Current: next, Old: old}
+	return Keys{Current: next, Old: old, Auth: k.Auth}
 }
 
 // ExpireOld stops every old generation now.
-func (k Keys) ExpireOld() Keys { return Keys{Current: k.Current} }
+func (k Keys) ExpireOld() Keys { return Keys{Current: k.Current, Auth: k.Auth} }
 
 // Signing is the public side of an endpoint's keys, shown in its record:
 // nothing here is secret.
@@ -130,11 +133,14 @@ type Signing struct {
 	OldKeysExpireAt *time.Time `json:"old_keys_expire_at,omitempty"`
 	// OldPublicKeys are the rotated-out public keys still signing.
 	OldPublicKeys []string `json:"old_public_keys,omitempty"`
+	// Auth is the public side of how hookd authenticates to the receiver
+	// (absent: the signature alone).
+	Auth *AuthInfo `json:"auth,omitempty"`
 }
 
 // Signing describes k at now for the endpoint's record.
 func (k Keys) Signing(now time.Time) Signing {
-	s := Signing{Signature: k.Current.Scheme(), PublicKey: k.Current.PublicKey}
+	s := Signing{Signature: k.Current.Scheme(), PublicKey: k.Current.PublicKey, Auth: k.Auth.Info()}
 	for _, o := range k.Active(now) {
 		if s.OldKeysExpireAt == nil || o.Until.After(*s.OldKeysExpireAt) {
 			until := o.Until.UTC()

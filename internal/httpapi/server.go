@@ -52,6 +52,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/poll/{id}/stream", s.stream)
 	mux.HandleFunc("POST /api/v1/poll/{id}/ack", s.pollAck)
 	mux.HandleFunc("POST /api/v1/poll/{id}/seek", s.pollSeek)
+	mux.HandleFunc(jwksPath, s.jwks)
 	if s.Console != nil {
 		mux.Handle("/admin/", s.Console)
 		mux.Handle("/portal/", s.Console)

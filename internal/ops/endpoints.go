@@ -64,6 +64,9 @@ type CreateEndpointIn struct {
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
 	GrantID     string `json:"grant_id,omitempty" jsonschema:"id of one of the owner's grants (grt_…): it decides which events of scoped types the endpoint gets (empty: the published slice)"`
 	Signature   string `json:"signature,omitempty" jsonschema:"hmac (default: v1 with a whsec_ secret), ed25519 (v1a: the receiver verifies with the public_key whpk_ in the record) or both"`
+	// Auth is sealed with the keys and never shown again (the record
+	// shows its type and non-secret fields).
+	Auth *endpoint.Auth `json:"auth,omitempty" audit:"secret" jsonschema:"how hookd authenticates to the receiver besides the signature: type basic (username, password), bearer (token), oauth2_client_credentials (token_url, client_id, client_secret, scopes, audience) or mtls (cert_pem, private_key_pem, ca_pem); never shown again"`
 	ControlsIn
 	CodeIn
 }
@@ -71,14 +74,15 @@ type CreateEndpointIn struct {
 // UpdateEndpointIn is webhooks.update's input: a field left out keeps its
 // value.
 type UpdateEndpointIn struct {
-	ID          string    `json:"id" path:"id"`
-	URL         *string   `json:"url,omitempty" jsonschema:"a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it"`
-	Description *string   `json:"description,omitempty"`
-	EventTypes  *[]string `json:"event_types,omitempty"`
-	Enabled     *bool     `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
-	MaxInFlight *int      `json:"max_in_flight,omitempty"`
-	GrantID     *string   `json:"grant_id,omitempty" jsonschema:"another grant of the owner's; empty string: none (the published slice)"`
-	Signature   *string   `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
+	ID          string         `json:"id" path:"id"`
+	URL         *string        `json:"url,omitempty" jsonschema:"a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it"`
+	Description *string        `json:"description,omitempty"`
+	EventTypes  *[]string      `json:"event_types,omitempty"`
+	Enabled     *bool          `json:"enabled,omitempty" jsonschema:"false disables; true re-enables and clears the failure state"`
+	MaxInFlight *int           `json:"max_in_flight,omitempty"`
+	GrantID     *string        `json:"grant_id,omitempty" jsonschema:"another grant of the owner's; empty string: none (the published slice)"`
+	Signature   *string        `json:"signature,omitempty" jsonschema:"hmac, ed25519 or both; keys the new scheme drops keep signing for 24h (expire_old_secrets ends that), a new whsec_ secret is shown in this answer only"`
+	Auth        *endpoint.Auth `json:"auth,omitempty" audit:"secret" jsonschema:"replaces the receiver authentication as a whole (type none removes it); never shown again"`
 	ControlsPatch
 	CodePatch
 }
@@ -204,6 +208,14 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		return nil, err
 	}
 	applyCode(&e.Code, in.CodeIn.patch())
+	if in.Auth != nil {
+		if err := s.checkAuth(e, in.Auth); err != nil {
+			return nil, err
+		}
+		if err := s.setAuth(e, in.Auth, now); err != nil {
+			return nil, err
+		}
+	}
 	var token string
 	var tokenHash []byte
 	if e.Polled() {
@@ -253,6 +265,14 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		audit.Before(ctx, s.view(e))
 		if in.Signature != nil {
 			if secret, err = s.changeScheme(prof, e, *in.Signature, s.now()); err != nil {
+				return err
+			}
+		}
+		if in.Auth != nil {
+			if err := s.checkAuth(e, in.Auth); err != nil {
+				return err
+			}
+			if err := s.setAuth(e, in.Auth, s.now()); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -73,7 +74,7 @@ func (s *Service) delivery(ctx context.Context, p Principal, in *DeliveryRef) (*
 			return nil, err
 		}
 		out.Envelope = body
-		if out.Headers, err = unsignedHeaders(prof, d, ev.ID, ev.Type, body); err != nil {
+		if out.Headers, err = unsignedHeaders(prof, d, ev.ID, ev.Type, body, cmp.Or(s.UserAgent, "hookd/1")); err != nil {
 			return nil, err
 		}
 	}
@@ -90,12 +91,12 @@ func (s *Service) delivery(ctx context.Context, p Principal, in *DeliveryRef) (*
 // unsignedHeaders are the headers an attempt of d sends, signed with a
 // throwaway secret and with every signature header removed: the real
 // secret is never unsealed for display.
-func unsignedHeaders(prof profile.Profile, d *endpoint.Delivery, eventID, eventType string, body []byte) ([]Header, error) {
+func unsignedHeaders(prof profile.Profile, d *endpoint.Delivery, eventID, eventType string, body []byte, userAgent string) ([]Header, error) {
 	secret, err := prof.NewSecret()
 	if err != nil {
 		return nil, err
 	}
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"hookd/1"}}
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {userAgent}}
 	if err := prof.Sign(h, secret, profile.Message{DeliveryID: d.ID, EventID: eventID, EventType: eventType, Body: body}, d.UpdatedAt); err != nil {
 		return nil, err
 	}

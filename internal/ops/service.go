@@ -27,6 +27,9 @@ type Service struct {
 	// EgressAllow is passed to URL checks, so a URL that could never be
 	// delivered is refused at create time.
 	EgressAllow []netip.Prefix
+	// UserAgent is what deliveries send, shown with a delivery's headers
+	// ("": hookd/1, the delivery service's default).
+	UserAgent string
 	// ForeignGrants: the program answers for grants itself
 	// (hookd.Config.Scope), so an endpoint's grant_id is not looked
 	// up in hookd's grants store.

@@ -18,7 +18,7 @@ type Parts struct {
 	// Jobs is the River client hookd inserts its jobs with: its own, or
 	// the application's after UseRiver.
 	Jobs store.JobClient
-	API   *httpapi.Server
+	API  *httpapi.Server
 }
 
 // Of returns the parts of h, a *hookd.Hookd. Package hookd sets it (an

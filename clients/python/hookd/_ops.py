@@ -240,6 +240,7 @@ class EndpointStatsHours(TypedDict, total=False):
 
 
 class EndpointView(TypedDict, total=False):
+    auth: Optional[EndpointViewAuth]
     created_at: Required[str]
     description: Required[str]
     developer: Required[bool]
@@ -267,6 +268,19 @@ class EndpointView(TypedDict, total=False):
     transformation: Required[str]
     updated_at: Required[str]
     url: Required[str]
+
+
+class EndpointViewAuth(TypedDict, total=False):
+    audience: str
+    cert_not_after: Optional[str]
+    cert_sha256: str
+    cert_subject: str
+    client_id: str
+    receiver_ca: bool
+    scopes: Optional[list[str]]
+    token_url: str
+    type: Required[str]
+    username: str
 
 
 class Event(TypedDict, total=False):
@@ -476,6 +490,20 @@ class TestTransformationOut(TypedDict, total=False):
     method: str
     payload: dict[str, Any]
     url: str
+class WebhooksCreateAuth(TypedDict, total=False):
+    """is a part of WebhooksCreateInput."""
+    audience: str
+    ca_pem: str
+    cert_pem: str
+    client_id: str
+    client_secret: str
+    password: str
+    private_key_pem: str
+    scopes: Optional[list[str]]
+    token: str
+    token_url: str
+    type: Required[str]
+    username: str
 
 
 Call = Callable[[OpSpec, dict[str, Any]], Any]
@@ -755,6 +783,10 @@ class WebhooksOps:
         """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
         spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
         result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
+    def create(self, *, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, url: Optional[str] = None) -> EndpointView:
+        """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
+        spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
+        result: EndpointView = self._call(spec, {"auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
         return result
 
     def delete(self, *, id: str) -> None:
@@ -883,6 +915,14 @@ class WebhooksOps:
 
 
 __all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut"]
+    def update(self, *, id: str, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
+        """Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure. (PATCH /api/admin/webhooks/{id})"""
+        spec = OpSpec("webhooks.update", "PATCH", "/api/admin/webhooks/{id}", query=(), headers={}, body=True)
+        result: EndpointView = self._call(spec, {"id": id, "auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
+        return result
+
+
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "EndpointViewAuth", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent", "WebhooksCreateAuth"]
 
 
 class Ops:

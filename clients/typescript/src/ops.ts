@@ -273,6 +273,7 @@ export interface EndpointStatsHours {
 }
 
 export interface EndpointView {
+  auth?: EndpointViewAuth | null;
   created_at: string;
   description: string;
   developer: boolean;
@@ -300,6 +301,19 @@ export interface EndpointView {
   transformation: string;
   updated_at: string;
   url: string;
+}
+
+export interface EndpointViewAuth {
+  audience?: string;
+  cert_not_after?: string | null;
+  cert_sha256?: string;
+  cert_subject?: string;
+  client_id?: string;
+  receiver_ca?: boolean;
+  scopes?: string[] | null;
+  token_url?: string;
+  type: string;
+  username?: string;
 }
 
 export interface Event {
@@ -764,10 +778,26 @@ export interface TestTransformationOut {
   /** the body hookd would sign and send */
   payload?: { [key: string]: unknown };
   url?: string;
+/** WebhooksCreateAuth is a part of WebhooksCreateInput. */
+export interface WebhooksCreateAuth {
+  audience?: string;
+  ca_pem?: string;
+  cert_pem?: string;
+  client_id?: string;
+  client_secret?: string;
+  password?: string;
+  private_key_pem?: string;
+  scopes?: string[] | null;
+  token?: string;
+  token_url?: string;
+  type: string;
+  username?: string;
 }
 
 /** WebhooksCreateInput is the input of webhooks.create. */
 export interface WebhooksCreateInput {
+  /** how hookd authenticates to the receiver besides the signature: type basic (username, password), bearer (token), oauth2_client_credentials (token_url, client_id, client_secret, scopes, audience) or mtls (cert_pem, private_key_pem, ca_pem); never shown again */
+  auth?: WebhooksCreateAuth | null;
   description?: string;
   /** kwork: this is the app's developer subscription, the only one its lifecycle events (app.*) go to, listed or not; at most one per app */
   developer?: boolean;
@@ -963,6 +993,8 @@ export interface WebhooksTestTransformationInput {
 /** WebhooksUpdateInput is the input of webhooks.update. */
 export interface WebhooksUpdateInput {
   id: string;
+  /** replaces the receiver authentication as a whole (type none removes it); never shown again */
+  auth?: WebhooksCreateAuth | null;
   description?: string | null;
   /** kwork: true makes this the app's developer subscription (lifecycle events go to it alone); false unmarks it */
   developer?: boolean | null;

@@ -1,3 +1,4 @@
+import { createJwksVerifier } from './jwks.js';
 import { signKwork, verifyKwork, verifyKworkSignature } from './kwork.js';
 import { signStandard, verifyStandard, verifyStandardSignature } from './standard.js';
 
@@ -21,6 +22,7 @@ export {
   type SettableHeaders,
 } from './control.js';
 export type { Clock } from './time.js';
+export { createJwksVerifier, jwksPublicKeys, type JwksVerifier, type JwksVerifierOptions } from './jwks.js';
 export type { HeaderValue, HeadersLike, WebhookHeaders } from './headers.js';
 export {
   KWORK_SIGNATURE_HEADER,
@@ -53,6 +55,7 @@ export const webhooks = Object.freeze({
   verifySignature: verifyKworkSignature,
   verifyStandard,
   verifyStandardSignature,
+  createJwksVerifier,
   signKwork,
   signStandard,
 });
