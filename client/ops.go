@@ -837,6 +837,8 @@ type TestTransformationOut struct {
 	// the body hookd would sign and send
 	Payload json.RawMessage `json:"payload,omitempty"`
 	URL     string          `json:"url,omitempty"`
+}
+
 // WebhooksCreateAuth is a part of WebhooksCreateInput.
 type WebhooksCreateAuth struct {
 	Audience      string   `json:"audience,omitempty"`
@@ -881,10 +883,9 @@ type WebhooksCreateInput struct {
 	Signature string `json:"signature,omitempty"`
 	// send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd)
 	TraceContext bool `json:"trace_context,omitempty"`
-	// absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)
 	// JavaScript defining function handler(webhook) that gets {method, url, headers, payload} and returns it changed (payload, headers, the url's path or query) or with cancel = true (not sent); empty: the envelope as it is (at most 65536 bytes)
 	Transformation string `json:"transformation,omitempty"`
-	// absolute http(s) URL that receives the POSTs (none for kind poll)
+	// absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll)
 	URL string `json:"url,omitempty"`
 }
 
@@ -1074,11 +1075,10 @@ type WebhooksUpdateInput struct {
 	Signature *string `json:"signature,omitzero"`
 	// true sends the W3C trace context with every attempt (tracing on); false stops it
 	TraceContext *bool `json:"trace_context,omitzero"`
-	// a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it
-	URL *string `json:"url,omitzero"`
 	// JavaScript defining handler(webhook); empty string removes the transformation
 	Transformation *string `json:"transformation,omitzero"`
-	URL            *string `json:"url,omitzero"`
+	// a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it
+	URL *string `json:"url,omitzero"`
 }
 
 // APIKeysOps are the api_keys ops.

@@ -490,6 +490,8 @@ class TestTransformationOut(TypedDict, total=False):
     method: str
     payload: dict[str, Any]
     url: str
+
+
 class WebhooksCreateAuth(TypedDict, total=False):
     """is a part of WebhooksCreateInput."""
     audience: str
@@ -779,14 +781,10 @@ class WebhooksOps:
         result: ActivityList = self._call(spec, {})
         return result
 
-    def create(self, *, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], filter: Optional[str] = None, grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, transformation: Optional[str] = None, url: Optional[str] = None) -> EndpointView:
+    def create(self, *, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], filter: Optional[str] = None, grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, transformation: Optional[str] = None, url: Optional[str] = None) -> EndpointView:
         """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
         spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
-    def create(self, *, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[str] = None, developer: Optional[bool] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[list[str]], grant_id: Optional[str] = None, headers: Optional[dict[str, str]] = None, kind: Optional[str] = None, max_in_flight: Optional[int] = None, ordered: Optional[bool] = None, rate_limit: Optional[int] = None, signature: Optional[str] = None, trace_context: Optional[bool] = None, url: Optional[str] = None) -> EndpointView:
-        """Create an endpoint; its secret is shown in this answer only. (POST /api/admin/webhooks)"""
-        spec = OpSpec("webhooks.create", "POST", "/api/admin/webhooks", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
+        result: EndpointView = self._call(spec, {"auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "kind": kind, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
         return result
 
     def delete(self, *, id: str) -> None:
@@ -907,22 +905,14 @@ class WebhooksOps:
         result: TestTransformationOut = self._call(spec, {"data": data, "event_type": event_type, "headers": headers, "subject": subject, "transformation": transformation, "url": url})
         return result
 
-    def update(self, *, id: str, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, filter: Optional[Optional[str]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, transformation: Optional[Optional[str]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
+    def update(self, *, id: str, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, filter: Optional[Optional[str]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, transformation: Optional[Optional[str]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
         """Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure. (PATCH /api/admin/webhooks/{id})"""
         spec = OpSpec("webhooks.update", "PATCH", "/api/admin/webhooks/{id}", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"id": id, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
+        result: EndpointView = self._call(spec, {"id": id, "auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "filter": filter, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "transformation": transformation, "url": url})
         return result
 
 
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut"]
-    def update(self, *, id: str, auth: Optional[Optional[WebhooksCreateAuth]] = None, description: Optional[Optional[str]] = None, developer: Optional[Optional[bool]] = None, enabled: Optional[Optional[bool]] = None, event_types: Optional[Optional[list[str]]] = None, grant_id: Optional[Optional[str]] = None, headers: Optional[Optional[dict[str, str]]] = None, max_in_flight: Optional[Optional[int]] = None, ordered: Optional[Optional[bool]] = None, rate_limit: Optional[Optional[int]] = None, signature: Optional[Optional[str]] = None, trace_context: Optional[Optional[bool]] = None, url: Optional[Optional[str]] = None) -> EndpointView:
-        """Change an endpoint; enabled=false disables it, enabled=true re-enables it and clears its failure. (PATCH /api/admin/webhooks/{id})"""
-        spec = OpSpec("webhooks.update", "PATCH", "/api/admin/webhooks/{id}", query=(), headers={}, body=True)
-        result: EndpointView = self._call(spec, {"id": id, "auth": auth, "description": description, "developer": developer, "enabled": enabled, "event_types": event_types, "grant_id": grant_id, "headers": headers, "max_in_flight": max_in_flight, "ordered": ordered, "rate_limit": rate_limit, "signature": signature, "trace_context": trace_context, "url": url})
-        return result
-
-
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "EndpointViewAuth", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestSent", "WebhooksCreateAuth"]
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "EndpointViewAuth", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut", "WebhooksCreateAuth"]
 
 
 class Ops:

@@ -778,6 +778,8 @@ export interface TestTransformationOut {
   /** the body hookd would sign and send */
   payload?: { [key: string]: unknown };
   url?: string;
+}
+
 /** WebhooksCreateAuth is a part of WebhooksCreateInput. */
 export interface WebhooksCreateAuth {
   audience?: string;
@@ -822,10 +824,9 @@ export interface WebhooksCreateInput {
   signature?: string;
   /** send the W3C traceparent and tracestate of hookd's deliver span with every attempt, so the receiver's trace continues hookd's (only while hookd's tracing is on; default false: no trace headers leave hookd) */
   trace_context?: boolean;
-  /** absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll) */
   /** JavaScript defining function handler(webhook) that gets {method, url, headers, payload} and returns it changed (payload, headers, the url's path or query) or with cancel = true (not sent); empty: the envelope as it is (at most 65536 bytes) */
   transformation?: string;
-  /** absolute http(s) URL that receives the POSTs (none for kind poll) */
+  /** absolute http(s) URL that receives the POSTs, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=x&routing_key=k, nats://host/subject, redis(s)://host/db?stream=s&maxlen=n (docs/destinations.md); a password is sealed and shown as *** in every answer after (none for kind poll) */
   url?: string;
 }
 
@@ -1015,9 +1016,9 @@ export interface WebhooksUpdateInput {
   signature?: string | null;
   /** true sends the W3C trace context with every attempt (tracing on); false stops it */
   trace_context?: boolean | null;
-  /** a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it */
   /** JavaScript defining handler(webhook); empty string removes the transformation */
   transformation?: string | null;
+  /** a new url; a destination's password given back as *** keeps the stored one (same host and user), a new one replaces it */
   url?: string | null;
 }
 
