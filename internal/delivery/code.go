@@ -84,7 +84,8 @@ func (transformCancel) Error() string {
 // envelope body, the endpoint's URL and custom headers. It returns what
 // to send instead; failed is the outcome of a run that failed (the
 // script's error and line, under the profile's rule for a permanent
-// failure); err is transformCancel when the script cancelled.
+// failure, except a run the watchdog stopped, which is retried); err
+// is transformCancel when the script cancelled.
 func (s *Service) transformed(ep *endpoint.Endpoint, p profile.Profile, body []byte) (out transform.Result, failed *Outcome, err error) {
 	fail := func(msg string) (transform.Result, *Outcome, error) {
 		msg = redactHeaders(msg, ep.Headers)
@@ -104,6 +105,15 @@ func (s *Service) transformed(ep *endpoint.Endpoint, p profile.Profile, body []b
 	}
 	var re *transform.RunError
 	if errors.As(err, &re) {
+		if re.Stopped != nil {
+			// The watchdog's limits are the machine's as much as the
+			// script's: the time limit is the wall clock's (a starved
+			// machine can stop an innocent script), the heap bound the
+			// process's (hookd's own allocations count). Retried on the
+			// profile's schedule, like a receiver's timeout; a script that
+			// always runs over still ends failed when its attempts run out.
+			return transform.Result{}, &Outcome{Verdict: Retry, Error: "transformation failed: " + redactHeaders(re.Error(), ep.Headers)}, nil
+		}
 		return fail(re.Error())
 	}
 	if err != nil {

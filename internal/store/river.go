@@ -215,6 +215,6 @@ func (q *Q) DeleteJobs(ctx context.Context, ids []int64) error {
 	return nil
 }
 
-// Queue is the River client hookd inserts and reads its jobs with (nil
+// Jobs is the River client hookd inserts and reads its jobs with (nil
 // before NewRiver or UseRiver).
 func (db *DB) Jobs() JobClient { return db.jobs }
