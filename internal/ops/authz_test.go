@@ -37,6 +37,12 @@ var access = []struct {
 	{"webhooks.update", owner.Admin, true, func(w *world) string { return `{"id":"` + w.ep + `","description":"alice's"}` }},
 	{"webhooks.delete", owner.Admin, true, func(w *world) string { return ref(w.epDelete) }},
 	{"webhooks.send_test", owner.Admin, true, func(w *world) string { return ref(w.ep) }},
+	{"webhooks.test_filter", owner.Admin, true, func(w *world) string {
+		return `{"filter":"data.n == 1","event_type":"invoice.paid","data":{"n":1}}`
+	}},
+	{"webhooks.test_transformation", owner.Admin, true, func(w *world) string {
+		return `{"transformation":"function handler(w) { return w }","event_type":"invoice.paid","data":{"n":1}}`
+	}},
 	{"webhooks.deliveries", owner.Admin, true, func(w *world) string { return ref(w.ep) }},
 	{"webhooks.redeliver", owner.Admin, true, func(w *world) string { return ref(w.ep) }},
 	{"webhooks.event_types", owner.Admin, true, nil},
