@@ -69,71 +69,6 @@ func (w *fanoutWorker) Work(ctx context.Context, job *river.Job[FanoutArgs]) err
 	return err
 }
 
-// takeTurn makes the fanout of an owner with few endpoints wait while
-// another fanout of that owner runs in this process (fanoutGates), since
-// that one can take its event along. Few: so few that one fanout can take
-// along a whole batch of others (FanoutBatch events of FanoutPairs
-// deliveries at most: 10 endpoints by default). The fanouts of an owner
-// with more run side by side as before: one takes along fewer events than
-// may wait for it, and the rest would queue. So do the fanouts of an
-// owner whose endpoints take several deliveries at once (kwork's lease
-// slots) while its backlog is more than a batch (the last fanout took a
-// whole batch along; fanoutGates.backlogged): each then takes a whole
-// batch of its own, and one at a time they fanned out too slowly to keep
-// the slots held (fanoutgate.go). It returns what
-// to fan out: read, or read again when it waited, since the endpoints may
-// have changed meanwhile; nil when nothing is left to do (the fanout it
-// waited for took the event along, or the event is gone). leave, called
-// with what the fanout did, ends the turn.
-func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read *store.FanoutRead) (_ *store.FanoutRead, leave func(fanned), err error) {
-	leave = func(fanned) {}
-	if len(read.Endpoints)*s.cfg.FanoutBatch > s.cfg.FanoutPairs {
-		return read, leave, nil
-	}
-	ownerID := read.Owner.ID
-	if s.fanoutGates.backlogged(ownerID) && s.severalInFlight(read.Owner.Profile, read.Endpoints) {
-		return read, func(f fanned) { s.fanoutGates.ran(ownerID, f) }, nil
-	}
-	var onWait func()
-	if h := s.hook().FanoutWaits; h != nil {
-		onWait = func() { h(eventID) }
-	}
-	waited, fannedOut, err := s.fanoutGates.enter(ctx, ownerID, eventID, onWait)
-	if err != nil {
-		return nil, leave, err
-	}
-	turn := func(f fanned) { s.fanoutGates.leave(ownerID, f) }
-	if fannedOut {
-		turn(fanned{})
-		return nil, leave, nil
-	}
-	if waited {
-		if read, err = q.ReadForFanout(ctx, eventID); err != nil {
-			turn(fanned{})
-			if apperr.IsNotFound(err) {
-				err = nil
-			}
-			return nil, leave, err
-		}
-	}
-	return read, turn, nil
-}
-
-// severalInFlight says whether one of eps, under the owner's profile,
-// takes more than one delivery at a time.
-func (s *Service) severalInFlight(profileName string, eps []*endpoint.Endpoint) bool {
-	p, err := s.cfg.Profiles.Get(profileName)
-	if err != nil {
-		return false // the fanout cancels its job on this
-	}
-	for _, ep := range eps {
-		if p.MaxInFlight(ep.MaxInFlight) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
 // scopeViewOf is what the scope predicate needs, read afresh for every
 // fanout (a type made scoped, a grant revoked or edited applies to the
 // next one): the owner's scoped types (read already, with the fanout's
@@ -375,26 +310,6 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 	}
 	f.fanned = fanned{done: done, fullBatch: len(others) >= s.cfg.FanoutBatch}
 	return deferred, q.DeleteJobs(ctx, gone)
-}
-
-// writeAndCommit writes the fanout w (its deliveries' jobs from params)
-// and commits, in one round trip where the store can
-// (store.Q.WriteFanoutAndCommit); wrote false: it sent nothing, and the
-// caller writes them the usual way.
-func writeAndCommit(ctx context.Context, q *store.Q, w store.FanoutWrite, params []river.InsertManyParams) (wrote bool, err error) {
-	jobs := make([]*store.Job, len(params))
-	for i, p := range params {
-		// DeliverArgs has no InsertOpts of its own: params' are the job's.
-		if jobs[i], err = storeJob(p.Args, p.InsertOpts); err != nil {
-			return false, err
-		}
-	}
-	w.Jobs = jobs
-	wrote, err = q.WriteFanoutAndCommit(ctx, w)
-	if err != nil {
-		return wrote, fmt.Errorf("enqueue deliveries: %w", err)
-	}
-	return wrote, nil
 }
 
 // newDelivery is e's delivery to ep and its deliver job's insert

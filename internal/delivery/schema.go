@@ -194,7 +194,7 @@ func (s *Service) KeepSchema(hash string, sch *event.Schema) {
 // lastRules remembers, per owner and type, what the last publish read of
 // it: its rule, whose schema precheck checks against, and whether its owner
 // existed and had an enabled endpoint, which the group commit's
-// one-round-trip insert expects to read again (expected.go).
+// one-round-trip insert expects to read again (publish_onetrip.go).
 type lastRules struct {
 	mu sync.RWMutex
 	m  map[store.OwnerType]lastRule

@@ -1,26 +1,34 @@
 // Package delivery is hookd's delivery service: it takes an event from
 // publish to a settled attempt at each endpoint it goes to, on River's
-// workers. The steps, one file each:
+// workers. Each step has a file that says its rule, and beside it, named
+// after the step, the files that speed it up (each says what it speeds up
+// and what its plain path is):
 //
-//   - publish.go: Publish writes the event rows and their webhook.fanout
-//     jobs in the caller's transaction (group.go commits single publishes
-//     in groups; schema.go checks each event's data against its type's
+//   - publish.go: Publish, the one entry point, writes the event rows and
+//     their webhook.fanout jobs in the caller's transaction, or chooses a
+//     faster path (schema.go checks each event's data against its type's
 //     schema first);
+//     publish_group.go commits single publishes in groups, and
+//     publish_onetrip.go commits a group in one round trip;
 //   - fanout.go: the webhook.fanout worker offers an event to its owner's
 //     endpoints (globs, scope) and enqueues one delivery and one
 //     webhook.deliver job each;
+//     fanout_gate.go runs one fanout of an owner at a time, and
+//     fanout_onetrip.go writes a fanout in one round trip;
 //   - deliver.go: the webhook.deliver worker takes the endpoint's lease,
 //     signs and POSTs (outcome.go classifies the answer);
-//   - drain.go: a lease holder goes on sending the endpoint's next fresh
-//     deliveries, and hands the lease over (recorder.go records their
-//     successes in groups);
+//     deliver_drain.go lets a lease holder go on sending the endpoint's
+//     next fresh deliveries, and deliver_recorder.go records their
+//     successes in groups;
 //   - settle.go: an attempt's outcome is recorded and the endpoint's
 //     health moved (notify.go publishes the failure notifications).
 //
 // Beside them: the retry schedule (deliverWorker.NextRetry), ordered endpoints
-// (ordered.go), rate limits (ratelimit.go), redelivery (redeliver.go) and
-// retention (prune.go). Retries belong to River alone; no transaction is
-// held across an HTTP call.
+// (ordered.go), rate limits (ratelimit.go), the delivery lanes (lane.go),
+// redelivery (redeliver.go) and retention (prune.go). Retries belong to
+// River alone; no transaction is held across an HTTP call. The test hooks
+// that force the interleavings docs/design.md reasons about exist only in
+// a build with the hookdtest tag (hooks_on.go).
 package delivery
 
 import (
@@ -152,7 +160,7 @@ type Service struct {
 	schemas event.SchemaCache
 	// lastRules is each type's rule as last read (schema.go).
 	lastRules lastRules
-	// fanoutGates run one fanout of an owner at a time (fanoutgate.go).
+	// fanoutGates run one fanout of an owner at a time (fanout_gate.go).
 	fanoutGates fanoutGates
 	// shares count each owner's deliveries in flight per lane (lane.go).
 	shares *shares
@@ -193,7 +201,7 @@ type Hooks struct {
 	// holds no connection).
 	BeforePublishGroup func(size int)
 	// ExpectedGroup runs when a group commit tried its one-round-trip
-	// insert (expected.go), with whether what it expected held (false: the
+	// insert (publish_onetrip.go), with whether what it expected held (false: the
 	// group went on the usual way).
 	ExpectedGroup func(held bool)
 	// FanoutWritten runs when a fanout has written deliveries, with

@@ -1,5 +1,10 @@
 package delivery
 
+// Fast path of recording a drained delivery's success (deliver_drain.go).
+// The plain path is settle.go's settle, a relaxed transaction per
+// attempt; here the process's recorder records the successes of every
+// drain in groups, many per statement.
+
 import (
 	"context"
 	"sync"

@@ -1,5 +1,12 @@
 package delivery
 
+// Fast path of a group commit's transaction (publish_group.go): one round
+// trip. The plain path is insertAdmitted, which reads the types' rules,
+// the owners' endpoints and the callers' keys, inserts the fanout jobs
+// through River and then the events with the COMMIT: three round trips on
+// PostgreSQL. Here, when the rules are what this process last read, one
+// statement does it all, and the plain path runs when they are not.
+
 import (
 	"context"
 	"encoding/json"

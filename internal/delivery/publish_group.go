@@ -1,5 +1,12 @@
 package delivery
 
+// Fast path of publish (publish.go): group commit. The plain path is
+// Publish, which writes one caller's events in one transaction, a commit
+// each; here the single publishes in flight share one transaction and its
+// commit (PublishOne), sent as one pipelined batch (store.InTxForeground),
+// or in one round trip when the rules are what was expected
+// (publish_onetrip.go).
+
 import (
 	"context"
 	"errors"
@@ -23,7 +30,7 @@ import (
 // with the read of the types' rules, the owners' endpoints and the
 // callers' keys, River inserts the fanout jobs, and the events' INSERT
 // goes out with COMMIT; store.InTxForeground; one when the rules are what
-// the last read said, expected.go). So concurrent
+// the last read said, publish_onetrip.go). So concurrent
 // PublishOne calls share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
 // commit runs queue and go together in the next one, led by the first of

@@ -20,7 +20,7 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// The one-round-trip group commit (expected.go) is PostgreSQL's: these
+// The one-round-trip group commit (publish_onetrip.go) is PostgreSQL's: these
 // tests prove it is taken once a type's rule was read, with a fanout job
 // for each event of an owner with an endpoint, and that whenever what it
 // expected no longer holds, each caller is answered as the usual way

@@ -1,8 +1,18 @@
 package delivery
 
+// Fast path of fanout (fanout.go): one fanout of an owner at a time. The
+// plain path is each webhook.fanout job fanning its event out in its own
+// transaction, beside the owner's other fanouts; here, for an owner with
+// few endpoints, a fanout waits for the one running in this process, which
+// takes its event along (takeTurn).
+
 import (
 	"context"
 	"sync"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/store"
 )
 
 // fanoutGates let one fanout of an owner run at a time in this process,
@@ -155,4 +165,69 @@ func (g *fanoutGates) drop(ownerID string, og *fanoutGate) {
 	if og.users--; og.users == 0 {
 		delete(g.gates, ownerID)
 	}
+}
+
+// takeTurn makes the fanout of an owner with few endpoints wait while
+// another fanout of that owner runs in this process (fanoutGates), since
+// that one can take its event along. Few: so few that one fanout can take
+// along a whole batch of others (FanoutBatch events of FanoutPairs
+// deliveries at most: 10 endpoints by default). The fanouts of an owner
+// with more run side by side as before: one takes along fewer events than
+// may wait for it, and the rest would queue. So do the fanouts of an
+// owner whose endpoints take several deliveries at once (kwork's lease
+// slots) while its backlog is more than a batch (the last fanout took a
+// whole batch along; fanoutGates.backlogged): each then takes a whole
+// batch of its own, and one at a time they fanned out too slowly to keep
+// the slots held (fanout_gate.go). It returns what
+// to fan out: read, or read again when it waited, since the endpoints may
+// have changed meanwhile; nil when nothing is left to do (the fanout it
+// waited for took the event along, or the event is gone). leave, called
+// with what the fanout did, ends the turn.
+func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read *store.FanoutRead) (_ *store.FanoutRead, leave func(fanned), err error) {
+	leave = func(fanned) {}
+	if len(read.Endpoints)*s.cfg.FanoutBatch > s.cfg.FanoutPairs {
+		return read, leave, nil
+	}
+	ownerID := read.Owner.ID
+	if s.fanoutGates.backlogged(ownerID) && s.severalInFlight(read.Owner.Profile, read.Endpoints) {
+		return read, func(f fanned) { s.fanoutGates.ran(ownerID, f) }, nil
+	}
+	var onWait func()
+	if h := s.hook().FanoutWaits; h != nil {
+		onWait = func() { h(eventID) }
+	}
+	waited, fannedOut, err := s.fanoutGates.enter(ctx, ownerID, eventID, onWait)
+	if err != nil {
+		return nil, leave, err
+	}
+	turn := func(f fanned) { s.fanoutGates.leave(ownerID, f) }
+	if fannedOut {
+		turn(fanned{})
+		return nil, leave, nil
+	}
+	if waited {
+		if read, err = q.ReadForFanout(ctx, eventID); err != nil {
+			turn(fanned{})
+			if apperr.IsNotFound(err) {
+				err = nil
+			}
+			return nil, leave, err
+		}
+	}
+	return read, turn, nil
+}
+
+// severalInFlight says whether one of eps, under the owner's profile,
+// takes more than one delivery at a time.
+func (s *Service) severalInFlight(profileName string, eps []*endpoint.Endpoint) bool {
+	p, err := s.cfg.Profiles.Get(profileName)
+	if err != nil {
+		return false // the fanout cancels its job on this
+	}
+	for _, ep := range eps {
+		if p.MaxInFlight(ep.MaxInFlight) > 1 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,5 +1,11 @@
 package delivery
 
+// Fast path of deliver (deliver.go): the lease drain. The plain path is
+// one webhook.deliver job per delivery, each fetched by River, leased,
+// sent and settled (settle.go) on its own; here the job holding an
+// endpoint's lease goes on sending the endpoint's next fresh deliveries
+// and hands the lease over (deliver_recorder.go records their successes).
+
 import (
 	"context"
 	"errors"
