@@ -11,6 +11,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 	"github.com/hookd/hookd/internal/owner"
 )
 
@@ -282,7 +283,7 @@ func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 		}
 		first := publish()
 		var later string
-		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeFanoutTx: func(eventID string) {
+		hookstest.Set(t, b.h.Delivery, &delivery.Hooks{BeforeFanoutTx: func(eventID string) {
 			if eventID != first || later != "" {
 				return
 			}
@@ -291,7 +292,7 @@ func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 			later = publish()
 		}})
 		b.fanoutNow(first)
-		b.h.Delivery.SetHooks(nil)
+		hookstest.Set(t, b.h.Delivery, nil)
 		if later == "" {
 			t.Fatal("the hook never ran")
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -72,7 +73,7 @@ func TestFanoutWakesWhenHolderLeftBeforeCommit(t *testing.T) {
 		reached := make(chan struct{})
 		proceed, goOn := releasedAtEnd(t)
 		var once sync.Once
-		b.h.Delivery.SetHooks(&delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
+		hookstest.Set(t, b.h.Delivery, &delivery.Hooks{BeforeFanoutCommit: func(deferred []string) {
 			if slices.Contains(deferred, ep.ID) {
 				once.Do(func() { close(reached); <-proceed })
 			}
@@ -364,7 +365,7 @@ func holdBeforeRelease(t *testing.T, b *bundle, epID string) (reached <-chan str
 	at := make(chan struct{})
 	proceed, goOn := releasedAtEnd(t)
 	var once sync.Once
-	b.h.Delivery.SetHooks(&delivery.Hooks{BeforeRelease: func(id string) {
+	hookstest.Set(t, b.h.Delivery, &delivery.Hooks{BeforeRelease: func(id string) {
 		if id == epID {
 			once.Do(func() { close(at); <-proceed })
 		}

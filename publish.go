@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -68,7 +69,7 @@ func (h *Hookd) publish(ctx context.Context, q *store.Q, evs []Event) ([]string,
 	for i, e := range evs {
 		in[i] = &event.Event{OwnerID: e.Owner, Type: e.Type, Subject: e.Subject, Data: e.Data, OccurredAt: e.OccurredAt, Tenant: e.Tenant, IdempotencyKey: e.IdempotencyKey}
 	}
-	out, err := h.delivery.Publish(ctx, q, in)
+	out, err := h.delivery.Publish(ctx, delivery.Request{Tx: q, Events: in})
 	if err != nil {
 		return nil, err
 	}

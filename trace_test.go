@@ -16,6 +16,7 @@ import (
 	"github.com/hookd/hookd"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 )
 
 // setupTraced starts hookd with tracing on, its spans going to the
@@ -215,7 +216,7 @@ func TestGroupedPublishesKeepTheirCallersTraces(t *testing.T) {
 		const others = 3
 		first, release, queued := make(chan struct{}), make(chan struct{}), make(chan int, 100)
 		var sizes []int
-		b.h.Delivery.SetHooks(&delivery.Hooks{
+		hookstest.Set(t, b.h.Delivery, &delivery.Hooks{
 			PublishQueued: func(n int) { queued <- n },
 			BeforePublishGroup: func(size int) {
 				sizes = append(sizes, size) // groups run one at a time

@@ -275,9 +275,7 @@ func (s *Service) releaseThenWake(ctx context.Context, endpointID string, slot i
 // the oldest deferred one, which without this waited out the deferral
 // (LeaseFor).
 func (s *Service) letGo(ctx context.Context, endpointID string, slot int, holder int64, ret error) {
-	if h := s.hook().BeforeRelease; h != nil {
-		h(endpointID)
-	}
+	s.beforeRelease(endpointID)
 	s.releaseLease(ctx, endpointID, slot, holder)
 	if snooze := (*river.JobSnoozeError)(nil); !errors.As(ret, &snooze) {
 		s.wakeDeferred(ctx, endpointID)

@@ -280,9 +280,7 @@ const (
 func (s *Service) drainThenHandOver(ctx context.Context, ep *endpoint.Endpoint, slot int, holder int64, exclusive bool, leased time.Time) {
 	for total, retook := 0, false; ; retook = true {
 		sent, end := s.drain(ctx, ep, holder, exclusive, leased, s.cfg.DrainMax-total)
-		if h := s.hook().BeforeRelease; h != nil {
-			h(ep.ID)
-		}
+		s.beforeRelease(ep.ID)
 		s.releaseLease(ctx, ep.ID, slot, holder)
 		total += sent
 		if end == drainStopped || end == drainIdle && sent == 0 && retook {

@@ -145,9 +145,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	defer func() { endSpan(span, err) }()
 	f := fanoutRun{ev: ev, o: o, p: p, eps: eps, view: view, now: s.now().UTC()}
 	f.meta, _ = json.Marshal(jobMeta{Profile: p.Name()}) // a string field: cannot fail
-	if h := s.hook().BeforeFanoutTx; h != nil {
-		h(ev.ID)
-	}
+	s.beforeFanoutTx(ev.ID)
 	// Relaxed commit: PostgreSQL writes WAL in order, so River's later,
 	// synchronous completion of this fanout job makes this transaction
 	// durable too; a crash that loses it loses the completion as well, and
@@ -290,12 +288,12 @@ func (s *Service) writeFanout(ctx context.Context, q *store.Q, f *fanoutRun, hav
 	if len(ds) > 0 {
 		s.shares.place(f.o.ID, params)
 		deferred = s.deferBusy(ds, params, f.busy, f.now)
-		if h := s.hook().BeforeFanoutCommit; h != nil && len(deferred) > 0 {
-			h(deferred)
+		if len(deferred) > 0 {
+			s.beforeFanoutCommit(deferred)
 		}
 		wrote, err := writeAndCommit(ctx, q, store.FanoutWrite{Deliveries: ds, FannedOut: done, OwnerAttributes: string(attrs), Gone: gone}, params)
-		if h := s.hook().FanoutWritten; h != nil && err == nil {
-			h(wrote)
+		if err == nil {
+			s.fanoutWritten(wrote)
 		}
 		if wrote || err != nil {
 			f.fanned = fanned{done: done, fullBatch: len(others) >= s.cfg.FanoutBatch}

@@ -192,11 +192,7 @@ func (s *Service) takeTurn(ctx context.Context, q *store.Q, eventID string, read
 	if s.fanoutGates.backlogged(ownerID) && s.severalInFlight(read.Owner.Profile, read.Endpoints) {
 		return read, func(f fanned) { s.fanoutGates.ran(ownerID, f) }, nil
 	}
-	var onWait func()
-	if h := s.hook().FanoutWaits; h != nil {
-		onWait = func() { h(eventID) }
-	}
-	waited, fannedOut, err := s.fanoutGates.enter(ctx, ownerID, eventID, onWait)
+	waited, fannedOut, err := s.fanoutGates.enter(ctx, ownerID, eventID, s.fanoutWaits(eventID))
 	if err != nil {
 		return nil, leave, err
 	}

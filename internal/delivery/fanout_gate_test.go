@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/profile"
 )
@@ -23,14 +24,14 @@ func TestFanoutsOfAnOwnerTakeTurns(t *testing.T) {
 		ctx := context.Background()
 		ids := publishPaid(t, b.svc, 2) // acme has one endpoint
 		first, second := ids[0], ids[1]
-		other, err := b.svc.PublishOne(ctx, &event.Event{OwnerID: "quiet", Type: "order.paid", Data: []byte(`{}`)})
+		other, err := publishOne(ctx, b.svc, &event.Event{OwnerID: "quiet", Type: "order.paid", Data: []byte(`{}`)})
 		must(t, err)
 
 		var mu sync.Mutex
 		var txs []string // the events whose fanout reached its transaction
 		reached, release := make(chan struct{}), make(chan struct{})
 		waiting := make(chan string, 4)
-		b.svc.SetHooks(&delivery.Hooks{
+		hookstest.Set(t, b.svc, &delivery.Hooks{
 			BeforeFanoutTx: func(eventID string) {
 				mu.Lock()
 				txs = append(txs, eventID)
@@ -101,7 +102,7 @@ func TestFanoutsOfAnOwnerWithManyEndpointsRunSideBySide(t *testing.T) {
 		reached, release := make(chan struct{}), make(chan struct{})
 		second := make(chan struct{})
 		var once [2]sync.Once // a fanout that met the other's row lock runs again
-		svc.SetHooks(&delivery.Hooks{
+		hookstest.Set(t, svc, &delivery.Hooks{
 			BeforeFanoutTx: func(eventID string) {
 				switch eventID {
 				case ids[0]:
@@ -144,7 +145,7 @@ func TestFanoutsOfABackloggedOwnerRunSideBySide(t *testing.T) {
 		reached := make(chan string, 8)   // events whose fanout reached its transaction
 		release := make(chan struct{}, 1) // lets the held fanout go on
 		waiting := make(chan string, 8)   // events whose fanout waited at the gate
-		svc.SetHooks(&delivery.Hooks{
+		hookstest.Set(t, svc, &delivery.Hooks{
 			BeforeFanoutTx: func(eventID string) {
 				reached <- eventID
 				mu.Lock()

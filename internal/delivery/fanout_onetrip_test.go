@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 )
 
 // TestFanoutOneRoundTrip: on PostgreSQL with hookd's own River client, a
@@ -19,7 +20,7 @@ func TestFanoutOneRoundTrip(t *testing.T) {
 	b := openQuietBench(t)
 	var mu sync.Mutex
 	var writes []bool
-	b.svc.SetHooks(&delivery.Hooks{FanoutWritten: func(oneTrip bool) {
+	hookstest.Set(t, b.svc, &delivery.Hooks{FanoutWritten: func(oneTrip bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		writes = append(writes, oneTrip)

@@ -57,7 +57,7 @@ func TestFanoutQueuesBurstBehind(t *testing.T) {
 				t.Fatalf("%d jobs of the slow endpoint in the slow lane at priority 1; want its one job written there", n)
 			}
 			// Another owner's single delivery is not behind anyone.
-			q, err := b.svc.PublishOne(ctx, &event.Event{OwnerID: "quiet", Type: "order.paid", Data: []byte(`{}`)})
+			q, err := publishOne(ctx, b.svc, &event.Event{OwnerID: "quiet", Type: "order.paid", Data: []byte(`{}`)})
 			must(t, err)
 			e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "quiet", URL: "https://example.com/q", EventTypes: []string{"*"},
 				SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}

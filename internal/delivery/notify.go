@@ -94,7 +94,7 @@ func (s *Service) notify(ctx context.Context, q *store.Q, ep *endpoint.Endpoint,
 		}
 		evs = append(evs, &event.Event{OwnerID: ep.OwnerID, Type: t.kind, Subject: endpointSubject + ep.ID, Data: data})
 	}
-	if _, err := s.publish(ctx, q, evs, byHookd); err != nil {
+	if _, err := s.publishIn(ctx, q, evs, "", byHookd); err != nil {
 		return fmt.Errorf("publish failure notifications of endpoint %s: %w", ep.ID, err)
 	}
 	return nil

@@ -40,14 +40,56 @@ type Published struct {
 	Exposure event.Exposure `json:"exposure"`
 }
 
-// Publish inserts events and their fanout jobs in q's transaction: they
-// exist if and only if the transaction commits (the transactional outbox).
-// Each event must have OwnerID and the caller's fields set; ids and times
-// are filled in here.
-// A producer may not publish hookd's own types (hookd.endpoint.*): see
-// refuseOwnType.
-func (s *Service) Publish(ctx context.Context, q *store.Q, evs []*event.Event) ([]Published, error) {
-	return s.publish(ctx, q, evs, byProducer)
+// Request is one publish: its events, where they commit, and the caller's
+// key when it was not read for this call.
+type Request struct {
+	// Events each have OwnerID and the caller's fields set; ids and times
+	// are filled in by Publish.
+	Events []*event.Event
+	// Tx is the caller's transaction: the events and their fanout jobs
+	// exist if and only if it commits (the transactional outbox). nil:
+	// hookd commits them in a transaction of its own.
+	Tx *store.Q
+	// UnconfirmedKey is the id of the caller's API key when it was
+	// answered from the key cache (store.DB.APIKeyByHashCached) rather
+	// than read for this call: the publish reads it in its own
+	// transaction, and a key revoked or gone by then refuses the publish
+	// (Unauthorized). "": nothing to confirm.
+	UnconfirmedKey string
+}
+
+// Publish publishes r's events, all or none, and chooses how; its callers
+// need not know the paths:
+//   - in the caller's transaction (r.Tx): written in it, the plain path
+//     (publishIn, below);
+//   - one event in hookd's own transaction: shared with the other single
+//     publishes in flight (group commit, publish_group.go), committed in
+//     one round trip where the rules are what was expected
+//     (publish_onetrip.go) and else as one pipelined batch;
+//   - several events in hookd's own transaction: the plain path in a
+//     transaction of their own.
+//
+// The written events are the same on every path; only the transaction
+// differs. A producer may not publish hookd's own types (hookd.endpoint.*):
+// see refuseOwnType.
+func (s *Service) Publish(ctx context.Context, r Request) ([]Published, error) {
+	switch {
+	case r.Tx != nil:
+		return s.publishIn(ctx, r.Tx, r.Events, r.UnconfirmedKey, byProducer)
+	case len(r.Events) == 1:
+		c, err := s.publishGrouped(ctx, r.Events[0], r.UnconfirmedKey)
+		if err != nil {
+			return nil, err
+		}
+		return c.out[:], nil
+	}
+	var out []Published
+	err := s.db.InTx(ctx, func(q *store.Q) error {
+		var err error
+		out, err = s.publishIn(ctx, q, r.Events, r.UnconfirmedKey, byProducer)
+		return err
+	})
+	return out, err
 }
 
 // publisher is who publishes: a producer, or hookd itself (its failure
@@ -59,15 +101,24 @@ const (
 	byHookd    publisher = true
 )
 
-func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, by publisher) (_ []Published, err error) {
+// publishIn publishes evs in q's transaction, the plain path; apiKey, when
+// not "", is confirmed in it (Request.UnconfirmedKey).
+func (s *Service) publishIn(ctx context.Context, q *store.Q, evs []*event.Event, apiKey string, by publisher) (_ []Published, err error) {
 	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", len(evs)))
 	defer func() { endSpan(span, err) }()
 	if err := s.prepare(evs, by); err != nil {
 		return nil, err
 	}
-	v, err := s.admit(ctx, q, evs, s.precheck(evs), nil)
+	var keys []string
+	if apiKey != "" {
+		keys = []string{apiKey}
+	}
+	v, err := s.admit(ctx, q, evs, s.precheck(evs), keys)
 	if err != nil {
 		return nil, err
+	}
+	if apiKey != "" && !v.confirmed[apiKey] {
+		return nil, keyRevoked(apiKey)
 	}
 	// All or none: one event refused refuses the batch.
 	for i, err := range v.refused {
@@ -79,6 +130,13 @@ func (s *Service) publish(ctx context.Context, q *store.Q, evs []*event.Event, b
 		}
 	}
 	return s.insert(ctx, q, evs, v, nil, leaveOpen)
+}
+
+// keyRevoked is the refusal of a publish whose caller's key, answered
+// from the key cache, was found revoked or gone in the publish's
+// transaction (Request.UnconfirmedKey).
+func keyRevoked(keyID string) error {
+	return apperr.New(apperr.Unauthorized, "API key %s was revoked", keyID)
 }
 
 // prepare validates evs and fills in what publishing decides: the compact

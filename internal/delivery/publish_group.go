@@ -1,9 +1,9 @@
 package delivery
 
 // Fast path of publish (publish.go): group commit. The plain path is
-// Publish, which writes one caller's events in one transaction, a commit
+// publishIn, which writes one caller's events in one transaction, a commit
 // each; here the single publishes in flight share one transaction and its
-// commit (PublishOne), sent as one pipelined batch (store.InTxForeground),
+// commit (publishGrouped), sent as one pipelined batch (store.InTxForeground),
 // or in one round trip when the rules are what was expected
 // (publish_onetrip.go).
 
@@ -15,7 +15,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/group"
 	"github.com/hookd/hookd/internal/metrics"
@@ -31,7 +30,7 @@ import (
 // callers' keys, River inserts the fanout jobs, and the events' INSERT
 // goes out with COMMIT; store.InTxForeground; one when the rules are what
 // the last read said, publish_onetrip.go). So concurrent
-// PublishOne calls share one (internal/group): the
+// single publishes share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
 // commit runs queue and go together in the next one, led by the first of
 // them. A lone publisher waits for nothing, and under load every commit
@@ -86,10 +85,12 @@ type publishCall struct {
 	pre checked
 	// confirmKey is the id of the caller's API key when it was answered
 	// from the key cache: the group's first statement reads it, and a key
-	// revoked or gone refuses the call (PublishOneConfirming).
+	// revoked or gone refuses the call (Request.UnconfirmedKey).
 	confirmKey string
-	out        Published
-	err        error
+	// out is the answer: an array, so that Publish answers with a slice
+	// of it and allocates nothing more.
+	out [1]Published
+	err error
 }
 
 var errNotRun = errors.New("publish: its group commit did not run")
@@ -100,31 +101,20 @@ func newPublishGroup(s *Service) *group.Runner[*publishCall] {
 		Max:    s.cfg.GroupMax,
 		Linger: groupLinger,
 		Run:    g.run,
-		Queued: func(n int) {
-			if h := s.hook().PublishQueued; h != nil {
-				h(n)
-			}
-		},
+		Queued: s.publishQueued(),
 	}
 }
 
 // publishGroup commits groups of single publishes.
 type publishGroup struct{ s *Service }
 
-// PublishOne publishes one event in its own transaction, which it shares
-// with the other PublishOne calls in flight (group commit, above). The
-// event is written exactly as Publish writes it; only the transaction is
-// shared, so use Publish when the event must commit with the caller's own
-// writes.
-func (s *Service) PublishOne(ctx context.Context, ev *event.Event) (Published, error) {
-	return s.PublishOneConfirming(ctx, ev, "")
-}
-
-// PublishOneConfirming is PublishOne for a caller authenticated from the
-// key cache (store.DB.APIKeyByHashCached): the group commit reads the key
-// (its id, keyID; "" for none) in its first statement, and refuses the
-// call, alone, if the key is revoked or gone by then.
-func (s *Service) PublishOneConfirming(ctx context.Context, ev *event.Event, keyID string) (_ Published, err error) {
+// publishGrouped publishes one event in a transaction it shares with
+// the other single publishes in flight (group commit, above), confirming
+// apiKey (Request.UnconfirmedKey; "" for none) in that transaction's first
+// statement: a key revoked or gone by then refuses the call, alone. The
+// event is written exactly as publishIn writes it; only the transaction is
+// shared. The answer is c.out, in the call, which outlives the group.
+func (s *Service) publishGrouped(ctx context.Context, ev *event.Event, apiKey string) (_ *publishCall, err error) {
 	// With tracing on, the group's one insert runs in the context of the
 	// call that leads the group; each event's fanout job carries its own
 	// caller's span (publishCall.trace), so each event continues its
@@ -132,9 +122,9 @@ func (s *Service) PublishOneConfirming(ctx context.Context, ev *event.Event, key
 	ctx, span := s.startSpan(ctx, "hookd.publish", nil, attribute.Int("hookd.events", 1))
 	defer func() { endSpan(span, err) }()
 	if err := s.prepare([]*event.Event{ev}, byProducer); err != nil {
-		return Published{}, err
+		return nil, err
 	}
-	c := &publishCall{ev: ev, err: errNotRun, confirmKey: keyID}
+	c := &publishCall{ev: ev, err: errNotRun, confirmKey: apiKey}
 	if pre := s.precheck([]*event.Event{ev}); pre != nil {
 		c.pre = pre[0]
 	}
@@ -143,18 +133,19 @@ func (s *Service) PublishOneConfirming(ctx context.Context, ev *event.Event, key
 	}
 	s.group.Do(ctx, c)
 	if c.err == nil && s.cfg.Tracer != nil {
-		span.SetAttributes(attribute.String("hookd.event", c.out.ID), attribute.String("hookd.event_type", ev.Type))
+		span.SetAttributes(attribute.String("hookd.event", c.out[0].ID), attribute.String("hookd.event_type", ev.Type))
 	}
-	return c.out, c.err
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c, nil
 }
 
 // run commits one group; no one caller's cancellation may cut it short.
 func (g *publishGroup) run(ctx context.Context, calls []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 	defer cancel()
-	if h := g.s.hook().BeforePublishGroup; h != nil {
-		h(len(calls))
-	}
+	g.s.beforePublishGroup(len(calls))
 	g.commit(ctx, calls)
 }
 
@@ -166,10 +157,8 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	var inTx error // the transaction's own failure, before its commit
 	path := metrics.Usual
 	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
-		if h := g.s.hook().PublishGroup; h != nil {
-			if inTx = h(len(group)); inTx != nil {
-				return inTx
-			}
+		if inTx = g.s.publishGroupHook(len(group)); inTx != nil {
+			return inTx
 		}
 		var tried, held bool
 		if admitted, out, tried, held, inTx = g.s.insertExpected(ctx, q, group); held || inTx != nil {
@@ -186,7 +175,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	switch {
 	case err == nil:
 		for i, c := range admitted {
-			c.out, c.err = out[i], nil
+			c.out[0], c.err = out[i], nil
 		}
 	case inTx == nil || errors.As(inTx, new(*store.CommitError)) || len(group) == 1:
 		// The commit failed (its outcome unknown: the events may be
@@ -226,7 +215,7 @@ func (s *Service) insertAdmitted(ctx context.Context, q *store.Q, calls []*publi
 	}
 	for i, c := range calls {
 		if c.confirmKey != "" && !v.confirmed[c.confirmKey] && v.refused[i] == nil {
-			v.refused[i] = apperr.New(apperr.Unauthorized, "API key %s was revoked", c.confirmKey)
+			v.refused[i] = keyRevoked(c.confirmKey)
 		}
 	}
 	evs, rules := evs[:0], v.rules[:0]
@@ -264,8 +253,8 @@ func (s *Service) publishAlone(ctx context.Context, c *publishCall) {
 	})
 	switch {
 	case err != nil:
-		c.out, c.err = Published{}, err
+		c.out[0], c.err = Published{}, err
 	case len(admitted) == 1:
-		c.out, c.err = out[0], nil
+		c.out[0], c.err = out[0], nil
 	}
 }

@@ -14,12 +14,23 @@ import (
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/store"
 )
+
+// publishOne publishes one event in hookd's own transaction: the group
+// commit's path (delivery.Request with one event and no Tx).
+func publishOne(ctx context.Context, svc *delivery.Service, ev *event.Event) (delivery.Published, error) {
+	out, err := svc.Publish(ctx, delivery.Request{Events: []*event.Event{ev}})
+	if err != nil {
+		return delivery.Published{}, err
+	}
+	return out[0], nil
+}
 
 // groupBench is one engine's database with an insert-only River client, an
 // owner "acme" whose type "order.paid" is webhook-exposed and who has an
@@ -94,7 +105,7 @@ func publishPaid(t testing.TB, svc *delivery.Service, count int) []string {
 	t.Helper()
 	ids := make([]string, count)
 	for n := range count {
-		p, err := svc.PublishOne(context.Background(), paid("", n))
+		p, err := publishOne(context.Background(), svc, paid("", n))
 		must(t, err)
 		ids[n] = p.ID
 	}
@@ -114,9 +125,9 @@ type held struct {
 	onExpected *expectedGroups       // records the ExpectedGroup hook (nil: nothing)
 }
 
-func holdFirstGroup(b groupBench) *held {
+func holdFirstGroup(t testing.TB, b groupBench) *held {
 	h := &held{first: make(chan struct{}), release: make(chan struct{}), queued: make(chan int, 1000)}
-	b.svc.SetHooks(&delivery.Hooks{
+	hookstest.Set(t, b.svc, &delivery.Hooks{
 		PublishQueued: func(n int) { h.queued <- n },
 		PublishGroup: func(size int) error {
 			h.mu.Lock()
@@ -177,13 +188,13 @@ func publishBehindHeldGroup(t *testing.T, b groupBench, h *held, first *event.Ev
 	out := make([]answer, len(evs)+1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		p, err := b.svc.PublishOne(ctx, first)
+		p, err := publishOne(ctx, b.svc, first)
 		out[len(evs)] = answer{p, err}
 	})
 	<-h.first
 	for i, ev := range evs {
 		wg.Go(func() {
-			p, err := b.svc.PublishOne(ctx, ev)
+			p, err := publishOne(ctx, b.svc, ev)
 			out[i] = answer{p, err}
 		})
 	}
@@ -199,7 +210,7 @@ func publishBehindHeldGroup(t *testing.T, b groupBench, h *held, first *event.Ev
 func TestPublishGroupCommit(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		var evs []*event.Event
 		for i := range 12 {
 			evs = append(evs, paid("", i))
@@ -236,7 +247,7 @@ func TestPublishGroupCommit(t *testing.T) {
 func TestPublishGroupIdempotency(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		evs := []*event.Event{paid("k-same", 1), paid("k-same", 2), paid("k-other", 3), paid("k-first", 4)}
 		answers := publishBehindHeldGroup(t, b, h, paid("k-first", 0), evs)
 		for _, a := range answers {
@@ -257,7 +268,7 @@ func TestPublishGroupIdempotency(t *testing.T) {
 			t.Fatalf("group sizes %v; want [1 4]", got)
 		}
 		// Across groups, after the fact.
-		again, err := b.svc.PublishOne(context.Background(), paid("k-same", 5))
+		again, err := publishOne(context.Background(), b.svc, paid("k-same", 5))
 		must(t, err)
 		if !again.Duplicate || again.ID != a.ID {
 			t.Fatalf("key of an earlier group, later: %+v; want duplicate of %s", again, a.ID)
@@ -271,7 +282,7 @@ func TestPublishGroupIdempotency(t *testing.T) {
 func TestPublishGroupInvalidEvent(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		bad := &event.Event{OwnerID: "acme", Type: "order.paid", Data: []byte(`[1, 2]`)}
 		testType := &event.Event{OwnerID: "acme", Type: "webhook.test"} // a test event is sent, not published
 		var wg sync.WaitGroup
@@ -280,8 +291,8 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 		var answers []answer
 		wg.Go(func() { answers = publishBehindHeldGroup(t, b, h, paid("", 0), evs) })
 		<-h.first
-		_, badErr = b.svc.PublishOne(context.Background(), bad) // answered while the group is still held
-		_, testErr := b.svc.PublishOne(context.Background(), testType)
+		_, badErr = publishOne(context.Background(), b.svc, bad) // answered while the group is still held
+		_, testErr := publishOne(context.Background(), b.svc, testType)
 		wg.Wait()
 		if apperr.CodeOf(testErr) != apperr.Invalid {
 			t.Fatalf("test event type: err = %v; want invalid", testErr)
@@ -304,7 +315,7 @@ func TestPublishGroupInvalidEvent(t *testing.T) {
 func TestPublishGroupFailureFallsBack(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		h.fail = func(group int) error {
 			if group == 2 {
 				return errors.New("the shared transaction failed")
@@ -332,7 +343,7 @@ func TestPublishGroupDatabaseError(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events RENAME TO hookd_events_away`)
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{paid("", 1), paid("k", 2), paid("", 3)})
 		for i, a := range answers {
 			if a.err == nil || apperr.CodeOf(a.err) == apperr.Invalid {
@@ -345,7 +356,7 @@ func TestPublishGroupDatabaseError(t *testing.T) {
 		dbtest.Exec(t, b.db, `ALTER TABLE hookd_events_away RENAME TO hookd_events`)
 		wantWritten(t, b.db, 0, 0)
 		// The engine recovers with the database.
-		p, err := b.svc.PublishOne(context.Background(), paid("k", 4))
+		p, err := publishOne(context.Background(), b.svc, paid("k", 4))
 		if err != nil || p.Duplicate {
 			t.Fatalf("after repair: %+v, %v", p, err)
 		}
@@ -364,7 +375,7 @@ func TestPublishGroupCommitFailure(t *testing.T) {
 		BEGIN IF NEW.subject = 'refused-at-commit' THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$`)
 	dbtest.Exec(t, b.db, `CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON hookd_events
 		DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit()`)
-	h := holdFirstGroup(b)
+	h := holdFirstGroup(t, b)
 	refused := paid("", 2)
 	refused.Subject = "refused-at-commit"
 	answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{paid("", 1), refused, paid("k", 3)})
@@ -382,7 +393,7 @@ func TestPublishGroupCommitFailure(t *testing.T) {
 	wantWritten(t, b.db, 1, 1) // the held group's event and its job only
 	// The connection's failed transaction was ended: the next publish
 	// commits.
-	p, err := b.svc.PublishOne(context.Background(), paid("k", 4))
+	p, err := publishOne(context.Background(), b.svc, paid("k", 4))
 	if err != nil || p.Duplicate {
 		t.Fatalf("after the failed commit: %+v, %v", p, err)
 	}
@@ -395,9 +406,9 @@ func TestPublishOneAlone(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		var sizes []int
-		b.svc.SetHooks(&delivery.Hooks{PublishGroup: func(n int) error { sizes = append(sizes, n); return nil }})
+		hookstest.Set(t, b.svc, &delivery.Hooks{PublishGroup: func(n int) error { sizes = append(sizes, n); return nil }})
 		for i := range 3 {
-			p, err := b.svc.PublishOne(context.Background(), paid(fmt.Sprint("solo-", i), i))
+			p, err := publishOne(context.Background(), b.svc, paid(fmt.Sprint("solo-", i), i))
 			must(t, err)
 			got, err := b.db.Q().GetEvent(context.Background(), "acme", p.ID)
 			must(t, err)
@@ -418,7 +429,7 @@ func TestPublishOneAlone(t *testing.T) {
 func TestPublishWithoutSubscribers(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		quiet := paid("", 1)
 		quiet.OwnerID = "quiet"
 		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{quiet, paid("", 2)})
@@ -444,7 +455,7 @@ func TestPublishWithoutSubscribers(t *testing.T) {
 func TestPublishDeletedOwner(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		ghost := paid("", 1)
 		ghost.OwnerID = "ghost"
 		answers := publishBehindHeldGroup(t, b, h, paid("", 0), []*event.Event{ghost, paid("", 2)})
@@ -464,7 +475,7 @@ func TestPublishDeletedOwner(t *testing.T) {
 		ghost = paid("", 3)
 		ghost.OwnerID = "ghost"
 		err := b.db.InTx(context.Background(), func(q *store.Q) error {
-			_, err := b.svc.Publish(context.Background(), q, []*event.Event{paid("", 4), ghost})
+			_, err := b.svc.Publish(context.Background(), delivery.Request{Tx: q, Events: []*event.Event{paid("", 4), ghost}})
 			return err
 		})
 		if apperr.CodeOf(err) != apperr.NotFound {

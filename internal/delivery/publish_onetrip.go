@@ -91,8 +91,8 @@ func (s *Service) insertExpected(ctx context.Context, q *store.Q, calls []*publi
 		return nil, nil, false, false, nil
 	}
 	res, held, err := q.InsertExpectedAndCommit(ctx, evs, jobs, expect, keys)
-	if h := s.hook().ExpectedGroup; h != nil && err == nil {
-		h(held)
+	if err == nil {
+		s.expectedGroup(held)
 	}
 	if err != nil || !held {
 		return nil, nil, true, false, err

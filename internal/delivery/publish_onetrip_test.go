@@ -13,6 +13,7 @@ import (
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/delivery/hookstest"
 	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/metrics"
@@ -34,9 +35,9 @@ type expectedGroups struct {
 	held []bool
 }
 
-func watchExpected(b groupBench) *expectedGroups {
+func watchExpected(t testing.TB, b groupBench) *expectedGroups {
 	w := &expectedGroups{}
-	b.svc.SetHooks(&delivery.Hooks{ExpectedGroup: w.record})
+	hookstest.Set(t, b.svc, &delivery.Hooks{ExpectedGroup: w.record})
 	return w
 }
 
@@ -75,11 +76,11 @@ func TestExpectedGroupEndpoints(t *testing.T) {
 	b := openQuietBench(t)
 	m := metrics.New(metrics.Config{Profiles: []string{"standard"}})
 	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Metrics: m})
-	w := watchExpected(b)
+	w := watchExpected(t, b)
 	ctx := context.Background()
 	publish := func(n int) delivery.Published {
 		t.Helper()
-		p, err := b.svc.PublishOne(ctx, quietEvent(n))
+		p, err := publishOne(ctx, b.svc, quietEvent(n))
 		if err != nil || p.Exposure != event.Webhook || p.Duplicate {
 			t.Fatalf("publish %d: %+v, %v; want a new webhook event", n, p, err)
 		}
@@ -168,11 +169,11 @@ func TestExpectedGroupSchema(t *testing.T) {
 	setSchema(`{"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "maximum": 100}}}`)
 	// The callers' data is checked before they join a group, against the
 	// schema last read: one publish reads it.
-	if _, err := b.svc.PublishOne(ctx, quietEvent(0)); err != nil {
+	if _, err := publishOne(ctx, b.svc, quietEvent(0)); err != nil {
 		t.Fatal(err)
 	}
 	w := &expectedGroups{}
-	h := holdFirstGroup(b)
+	h := holdFirstGroup(t, b)
 	h.onExpected = w
 	bad := quietEvent(1000) // over the maximum
 	answers := publishBehindHeldGroup(t, b, h, quietEvent(0), []*event.Event{quietEvent(1), bad, quietEvent(2)})
@@ -194,7 +195,7 @@ func TestExpectedGroupSchema(t *testing.T) {
 
 	// The schema now refuses what the last one allowed.
 	setSchema(`{"type": "object", "properties": {"n": {"type": "integer", "maximum": 1}}}`)
-	_, err := b.svc.PublishOne(ctx, quietEvent(5))
+	_, err := publishOne(ctx, b.svc, quietEvent(5))
 	if apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("data the new schema refuses: %v; want invalid", err)
 	}
@@ -202,7 +203,7 @@ func TestExpectedGroupSchema(t *testing.T) {
 		t.Fatalf("after the schema's change: one-round-trip inserts %v; want one that missed", got)
 	}
 	wantWritten(t, b.db, 4, 0)
-	if _, err := b.svc.PublishOne(ctx, quietEvent(1)); err != nil {
+	if _, err := publishOne(ctx, b.svc, quietEvent(1)); err != nil {
 		t.Fatalf("data the new schema allows: %v", err)
 	}
 	wantWritten(t, b.db, 5, 0)
@@ -213,12 +214,12 @@ func TestExpectedGroupSchema(t *testing.T) {
 func TestExpectedGroupOwnerDeleted(t *testing.T) {
 	t.Parallel()
 	b := openQuietBench(t)
-	w := watchExpected(b)
+	w := watchExpected(t, b)
 	ctx := context.Background()
-	_, err := b.svc.PublishOne(ctx, quietEvent(1))
+	_, err := publishOne(ctx, b.svc, quietEvent(1))
 	must(t, err)
 	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.DeleteOwner(ctx, "quiet") }))
-	_, err = b.svc.PublishOne(ctx, quietEvent(2))
+	_, err = publishOne(ctx, b.svc, quietEvent(2))
 	if apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("publish to the deleted owner: %v; want 404", err)
 	}
@@ -240,7 +241,7 @@ func TestExpectedGroupUncheckedData(t *testing.T) {
 	must(t, err)
 	must(t, b.db.Q().PutEventType(context.Background(), typ))
 	w := &expectedGroups{}
-	h := holdFirstGroup(b)
+	h := holdFirstGroup(t, b)
 	h.onExpected = w
 	answers := publishBehindHeldGroup(t, b, h, quietEvent(0), []*event.Event{quietEvent(1000), quietEvent(1)})
 	if apperr.CodeOf(answers[0].err) != apperr.Invalid {
@@ -267,10 +268,10 @@ func TestExpectedGroupTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	b.svc = delivery.New(delivery.Config{DB: b.db, Profiles: profile.Default(), GroupMax: 8, Tracer: tp.Tracer("test")})
-	w := watchExpected(b)
+	w := watchExpected(t, b)
 	for n := range 3 {
 		ctx, span := tp.Tracer("test").Start(context.Background(), "caller")
-		_, err := b.svc.PublishOne(ctx, paid("", n)) // acme has an endpoint
+		_, err := publishOne(ctx, b.svc, paid("", n)) // acme has an endpoint
 		span.End()
 		must(t, err)
 	}

@@ -98,7 +98,7 @@ func (s *Service) SendTest(ctx context.Context, ep *endpoint.Endpoint, p profile
 	var out []Published
 	err := s.db.InTx(ctx, func(q *store.Q) error {
 		var err error
-		out, err = s.Publish(ctx, q, []*event.Event{ev})
+		out, err = s.Publish(ctx, Request{Events: []*event.Event{ev}, Tx: q})
 		return err
 	})
 	if err != nil {

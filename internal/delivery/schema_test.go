@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/store"
 )
@@ -42,7 +43,7 @@ func TestPublishGroupSchemaRefusal(t *testing.T) {
 	t.Parallel()
 	eachGroupBackend(t, func(t *testing.T, b groupBench) {
 		putSchema(t, b.db, "order.typed", orderSchema)
-		h := holdFirstGroup(b)
+		h := holdFirstGroup(t, b)
 		bad := order("order.typed", 2)
 		bad.Data = []byte(`{"order_id":"ord_2","amount":-3,"currency":"EUR"}`)
 		evs := []*event.Event{order("order.typed", 1), bad, order("order.typed", 3), paid("", 4)}
@@ -64,7 +65,7 @@ func TestPublishGroupSchemaRefusal(t *testing.T) {
 }
 
 // BenchmarkPublishSchema: publishing to a type with a schema against one
-// without, on each engine, one event per commit (PublishOne, the API's
+// without, on each engine, one event per commit (a single publish, the API's
 // publish) and 100 per commit (a batch, where the check is the largest
 // share). Issue 20's budget: at most 10 % more with the schema.
 func BenchmarkPublishSchema(b *testing.B) {
@@ -89,12 +90,12 @@ func BenchmarkPublishSchema(b *testing.B) {
 								evs[i] = order(typ.typ, n)
 							}
 							if mode.size == 1 {
-								_, err := g.svc.PublishOne(ctx, evs[0])
+								_, err := publishOne(ctx, g.svc, evs[0])
 								must(b, err)
 								continue
 							}
 							must(b, g.db.InTx(ctx, func(q *store.Q) error {
-								_, err := g.svc.Publish(ctx, q, evs)
+								_, err := g.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs})
 								return err
 							}))
 						}
@@ -128,7 +129,7 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 		}
 		publishBatch := func(evs []*event.Event) error {
 			return b.db.InTx(ctx, func(q *store.Q) error {
-				_, err := b.svc.Publish(ctx, q, evs)
+				_, err := b.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs})
 				return err
 			})
 		}
@@ -140,12 +141,12 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 		}
 
 		putSchema(t, b.db, "order.typed", orderSchema)
-		_, err := b.svc.PublishOne(ctx, order("order.typed", 10))
+		_, err := publishOne(ctx, b.svc, order("order.typed", 10))
 		must(t, err) // this process now knows the type's schema
 
 		// Another process caps the amount: the same data is refused.
 		putSchema(t, b.db, "order.typed", capped)
-		_, err = b.svc.PublishOne(ctx, order("order.typed", 10))
+		_, err = publishOne(ctx, b.svc, order("order.typed", 10))
 		wantRefused(err, "")
 		wantRefused(publishBatch(batch(0, 40, 13)), "events[13]: ")
 		wantWritten(t, b.db, 1, 1)
@@ -156,7 +157,7 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 
 		// And lifts the cap again: data the last schema refused goes.
 		putSchema(t, b.db, "order.typed", orderSchema)
-		_, err = b.svc.PublishOne(ctx, order("order.typed", 10))
+		_, err = publishOne(ctx, b.svc, order("order.typed", 10))
 		must(t, err)
 		must(t, publishBatch(batch(0, 40, 21)))
 		wantWritten(t, b.db, 82, 82)

@@ -28,7 +28,7 @@
 // redelivery (redeliver.go) and retention (prune.go). Retries belong to
 // River alone; no transaction is held across an HTTP call. The test hooks
 // that force the interleavings docs/design.md reasons about exist only in
-// a build with the hookdtest tag (hooks_on.go).
+// a build with the hookdtest tag (hooks.go).
 package delivery
 
 import (
@@ -36,7 +36,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -151,7 +150,7 @@ type Service struct {
 	now   func() time.Time
 	rec   *recorder                   // the drains' successes, recorded in groups
 	group *group.Runner[*publishCall] // single publishes' group commit
-	hooks atomic.Pointer[Hooks]
+	hooks hookSet                     // the test hooks: hooks_on.go with the hookdtest tag, else nothing
 	// profiles remembers owners' profile names for the metrics' labels.
 	profiles sync.Map
 	// creds remembers unsealed destination urls by endpoint (destination.go).
@@ -170,54 +169,6 @@ type Service struct {
 	poll *PollHub
 	// filterNotes are the failing filters logged (code.go).
 	filterNotes filterNotes
-}
-
-// Hooks stop the delivery service at its hand-over windows, so tests can force the
-// interleavings that docs/design.md ("Handing over") reasons about. A nil
-// field does nothing; production code sets none.
-type Hooks struct {
-	// BeforeRelease runs before a lease holder releases its slot and
-	// looks for deliveries committed meanwhile: when its drain has ended,
-	// or when its job ends without handing over (letGo).
-	BeforeRelease func(endpointID string)
-	// BeforeFanoutTx runs when a fanout has read the owner's endpoints
-	// and scope view, before its transaction, with the event's id.
-	BeforeFanoutTx func(eventID string)
-	// FanoutWaits runs when a fanout starts waiting for another fanout of
-	// its owner in this process to end, with its event's id.
-	FanoutWaits func(eventID string)
-	// BeforeFanoutCommit runs inside a fanout's transaction, once it has
-	// deferred the jobs of deliveries to busy endpoints (their ids).
-	BeforeFanoutCommit func(deferred []string)
-	// PublishQueued runs when a PublishOne call has queued behind a
-	// committing group, with the number of calls now queued.
-	PublishQueued func(queued int)
-	// PublishGroup runs inside a group commit's transaction, before its
-	// writes, with the group's size; an error fails that transaction as a
-	// database error would.
-	PublishGroup func(size int) error
-	// BeforePublishGroup runs when a group commit is about to open its
-	// transaction, with the group's size (on SQLite, holding it there
-	// holds no connection).
-	BeforePublishGroup func(size int)
-	// ExpectedGroup runs when a group commit tried its one-round-trip
-	// insert (publish_onetrip.go), with whether what it expected held (false: the
-	// group went on the usual way).
-	ExpectedGroup func(held bool)
-	// FanoutWritten runs when a fanout has written deliveries, with
-	// whether it wrote them and committed in one round trip
-	// (store.Q.WriteFanoutAndCommit).
-	FanoutWritten func(oneTrip bool)
-}
-
-// SetHooks installs h (nil: none). For tests.
-func (s *Service) SetHooks(h *Hooks) { s.hooks.Store(h) }
-
-func (s *Service) hook() Hooks {
-	if h := s.hooks.Load(); h != nil {
-		return *h
-	}
-	return Hooks{}
 }
 
 // The defaults of Config's fields, the one copy of each: hookd.Config's

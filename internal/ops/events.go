@@ -10,7 +10,6 @@ import (
 	"github.com/hookd/hookd/internal/delivery"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/store"
 )
 
 // MaxBatch is the most events one batch publish takes.
@@ -58,19 +57,16 @@ func (in *PublishIn) event(ownerID string) *event.Event {
 	return ev
 }
 
-// publish shares its transaction with the single publishes in flight
-// beside it (the delivery service's group commit): most producers publish one event
-// per request, and one commit per event is what bounds them.
+// publish publishes one event; the delivery service chooses the path (a
+// single publish shares its transaction with the others in flight: most
+// producers publish one event per request, and one commit per event is
+// what bounds them).
 func (s *Service) publish(ctx context.Context, p Principal, in *PublishIn) (*delivery.Published, error) {
-	var confirm string // the key to read in the group commit
-	if p.KeyUnconfirmed {
-		confirm = p.KeyID
-	}
-	out, err := s.Delivery.PublishOneConfirming(ctx, in.event(p.OwnerID), confirm)
+	out, err := s.publishEvents(ctx, p, []*event.Event{in.event(p.OwnerID)})
 	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return &out[0], nil
 }
 
 func (s *Service) publishBatch(ctx context.Context, p Principal, in *BatchIn) (*BatchOut, error) {
@@ -91,21 +87,22 @@ func (s *Service) publishBatch(ctx context.Context, p Principal, in *BatchIn) (*
 			keys[k] = i
 		}
 	}
-	out, err := s.publishAll(ctx, evs)
+	out, err := s.publishEvents(ctx, p, evs)
 	if err != nil {
 		return nil, err
 	}
 	return &BatchOut{Data: out}, nil
 }
 
-func (s *Service) publishAll(ctx context.Context, evs []*event.Event) ([]delivery.Published, error) {
-	var out []delivery.Published
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
-		var err error
-		out, err = s.Delivery.Publish(ctx, q, evs)
-		return err
-	})
-	return out, err
+// publishEvents publishes evs for p in a transaction of their own, all or
+// none: the one way the ops publish, so that a key p was answered from
+// the cache with (KeyUnconfirmed) is confirmed wherever the publish runs.
+func (s *Service) publishEvents(ctx context.Context, p Principal, evs []*event.Event) ([]delivery.Published, error) {
+	r := delivery.Request{Events: evs}
+	if p.KeyUnconfirmed {
+		r.UnconfirmedKey = p.KeyID
+	}
+	return s.Delivery.Publish(ctx, r)
 }
 
 func (s *Service) getEvent(ctx context.Context, p Principal, in *EventRef) (*event.Event, error) {
