@@ -484,3 +484,58 @@ func TestPublishDeletedOwner(t *testing.T) {
 		wantWritten(t, b.db, 2, 2)
 	})
 }
+
+// TestPublishConfirmsKeyOnEveryPath: a key answered from the key cache
+// (Request.UnconfirmedKey) is read in the publish's own transaction
+// whichever path Publish chooses: the group commit (one event), a
+// transaction of its own (several) and the caller's transaction. Revoked,
+// it refuses the publish (401) and nothing is written; live, the events
+// are published.
+func TestPublishConfirmsKeyOnEveryPath(t *testing.T) {
+	eachGroupBackend(t, func(t *testing.T, b groupBench) {
+		ctx := context.Background()
+		now := time.Now()
+		live := &owner.APIKey{ID: "key_live", OwnerID: "acme", Role: owner.Publisher, Hash: []byte("live"), Prefix: "hkd_live", CreatedAt: now}
+		gone := &owner.APIKey{ID: "key_gone", OwnerID: "acme", Role: owner.Publisher, Hash: []byte("gone"), Prefix: "hkd_gone", CreatedAt: now}
+		must(t, b.db.Q().CreateAPIKey(ctx, live))
+		must(t, b.db.Q().CreateAPIKey(ctx, gone))
+		must(t, b.db.Q().RevokeAPIKey(ctx, "acme", gone.ID, now.UnixMicro()))
+		paths := []struct {
+			name    string
+			publish func(key string, evs []*event.Event) error
+		}{
+			{"group commit", func(key string, evs []*event.Event) error {
+				_, err := b.svc.Publish(ctx, delivery.Request{Events: evs[:1], UnconfirmedKey: key})
+				return err
+			}},
+			{"own transaction", func(key string, evs []*event.Event) error {
+				_, err := b.svc.Publish(ctx, delivery.Request{Events: evs, UnconfirmedKey: key})
+				return err
+			}},
+			{"caller's transaction", func(key string, evs []*event.Event) error {
+				return b.db.InTx(ctx, func(q *store.Q) error {
+					_, err := b.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs, UnconfirmedKey: key})
+					return err
+				})
+			}},
+		}
+		written := 0
+		for i, p := range paths {
+			evs := []*event.Event{paid("", 10*i), paid("", 10*i+1)}
+			if err := p.publish(gone.ID, evs); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "revoked") {
+				t.Errorf("%s with a revoked key: %v; want 401, revoked", p.name, err)
+			}
+			wantWritten(t, b.db, written, written)
+			evs = []*event.Event{paid("", 10*i+2), paid("", 10*i+3)}
+			if err := p.publish(live.ID, evs); err != nil {
+				t.Errorf("%s with a live key: %v", p.name, err)
+			}
+			if i == 0 {
+				written++
+			} else {
+				written += 2
+			}
+			wantWritten(t, b.db, written, written)
+		}
+	})
+}
