@@ -7,9 +7,8 @@ package delivery
 // hook). Without the tag (hookd's own build, hooks_off.go) the Service
 // holds nothing for them and every hook point is an empty method the
 // compiler inlines away: no check, no load and no call on any path, and no
-// SetHooks. A test that needs a hook asks for it through its package's
-// setHooks helper, which without the tag skips the test (fails it under
-// CI, which must pass the tag).
+// SetHooks. A test installs hooks through hookstest.Set, which without
+// the tag skips the test (fails it under CI, which must pass the tag).
 
 // Hooks are the test hooks: each runs at its point (docs/design.md,
 // "Handing over", reasons about the interleavings they force). A nil field
