@@ -56,19 +56,7 @@ type pruner struct {
 }
 
 func (s *Service) newPruner() *pruner {
-	return &pruner{now: time.Now, rest: restFor, batch: pruneMaxBatch}
-}
-
-// restFor waits d, or until ctx ends.
-func restFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &pruner{now: time.Now, rest: sleep, batch: pruneMaxBatch}
 }
 
 // run deletes with del, a batch of at most limit rows a call, until a
@@ -93,6 +81,9 @@ func (p *pruner) run(ctx context.Context, del func(limit int) (int64, error)) (i
 			p.batch = max(pruneMinBatch, p.batch/2)
 		case took < pruneBudget/2:
 			p.batch = min(pruneMaxBatch, p.batch*2)
+		}
+		if err := ctx.Err(); err != nil { // a rest of 0 may not see it
+			return total, err
 		}
 		if err := p.rest(ctx, min(took, time.Second)); err != nil {
 			return total, err

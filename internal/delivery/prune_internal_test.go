@@ -75,7 +75,7 @@ func TestPrunerGrowsFastBatches(t *testing.T) {
 // ends, with what it deleted so far.
 func TestPrunerStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pruner{now: time.Now, rest: restFor, batch: 10}
+	p := &pruner{now: time.Now, rest: sleep, batch: 10}
 	calls := 0
 	n, err := p.run(ctx, func(limit int) (int64, error) {
 		calls++
