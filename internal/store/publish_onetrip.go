@@ -14,7 +14,7 @@ import (
 // A group commit of single publishes reads its types' rules and which of
 // its owners have endpoints (ReadPublishRules), inserts the fanout jobs of
 // the subscribed owners' events through River, then inserts the events:
-// on PostgreSQL three round trips (pipeline.go), each of which, on a
+// on PostgreSQL three round trips (postgres_pipeline.go), each of which, on a
 // machine that is also delivering, waits for a PostgreSQL backend to be
 // scheduled. The read's answer is, almost always, what the last publish of
 // the same types read. So when the publishes' caller expects that answer
@@ -220,7 +220,7 @@ func (q *Q) expectedInsertStmt(evs []*event.Event, jobs []*Job, expect []Expecte
 // against River v0.51.2 (riverpgxv5's JobInsertFastMany: an id from
 // river_job_id_seq, created_at and scheduled_at now(), metadata '{}',
 // tags '{}', state 'available'). Guarded by TestInsertExpectedJobs
-// (expected_test.go), which has River's own client run the job, and
+// (publish_onetrip_test.go), which has River's own client run the job, and
 // TestExpectedGroupFansOut (delivery).
 func fanoutJobsCTE(sb *strings.Builder, args []any, evs []*event.Event, jobs []*Job) ([]any, []string) {
 	var queues []string

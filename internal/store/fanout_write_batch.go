@@ -102,7 +102,7 @@ func (q *Q) WriteFanoutAndCommit(ctx context.Context, w FanoutWrite) (done bool,
 // for one scheduled later, that time and
 // state 'scheduled' (River's insert: any ScheduledAt given makes a job
 // scheduled; its scheduler makes it available when due). Guarded by
-// TestWriteFanout (fanout_write_test.go), which has River's own client
+// TestWriteFanout (fanout_write_batch_test.go), which has River's own client
 // run the jobs, and by the delivery tests, which fan out through it.
 func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 	n := len(w.Deliveries)
@@ -249,7 +249,7 @@ const sqliteJobsPerStmt = 200
 // AUTOINCREMENT id (its migration 008), so the rows of one INSERT, which
 // SQLite inserts in the order of its VALUES, get increasing ids: the
 // returned ids, sorted, are the jobs' in order. Guarded by
-// TestWriteFanout (fanout_write_test.go), which checks each job's args
+// TestWriteFanout (fanout_write_batch_test.go), which checks each job's args
 // against its delivery and has River's own client run the jobs.
 func (q *Q) sqliteJobRows(ctx context.Context, jobs []*Job) ([]int64, error) {
 	out := make([]int64, 0, len(jobs))

@@ -20,7 +20,7 @@ import (
 
 // InsertExpectedAndCommit writes a group commit's events in one round
 // trip only if the rules it reads in that statement are the ones expected
-// (expected.go). These tests prove the statement writes when they are, and
+// (publish_onetrip.go). These tests prove the statement writes when they are, and
 // writes nothing when any one of them is not, leaving the transaction
 // able to go on the usual way.
 
@@ -285,7 +285,7 @@ func awaitWorked(s *bundle, worked chan string, n int) map[string]bool {
 
 // TestInsertExpectedJobs: to a subscribed owner, the statement writes each
 // event's River job itself, as River's InsertManyTx would have (the third
-// place hookd reaches past River's client, expected.go): River's own
+// place hookd reaches past River's client, publish_onetrip.go): River's own
 // client reads the job back and works it, woken by the statement's
 // notification alone (its poll is an hour apart). An event repeating a
 // stored idempotency key gets no job, an event without one none, and two
