@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hookd/hookd/internal/audit"
 )
 
 // The API's own connections. hookd's PostgreSQL pool is small on purpose
@@ -31,21 +28,13 @@ func openForeground(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Pool, err
 	return pgxpool.NewWithConfig(ctx, fc)
 }
 
-// InTxForeground is InTx on the API's own connections (PostgreSQL; on
-// SQLite, and on a pool the library user passed in, it is InTx): for work
-// a client is waiting for, which must not queue behind the workers. Its
-// BEGIN goes out with its first statement, and Q.InsertEventsAndCommit's
-// statement with its COMMIT (pipeTx, pipeline.go).
-func (db *DB) InTxForeground(ctx context.Context, fn func(q *Q) error) error {
-	if db.fgPool == nil {
-		return db.InTx(ctx, fn)
-	}
-	return db.inPipeTx(ctx, db.fgPool, false, fn)
-}
-
 // inPipeTx runs fn in a pipeTx on a connection of pool (relaxed: see
-// pipeTx), committed if fn returns nil, rolled back otherwise.
-func (db *DB) inPipeTx(ctx context.Context, pool *pgxpool.Pool, relaxed bool, fn func(q *Q) error) error {
+// pipeTx), committed if fn returns nil, rolled back otherwise: InTx's
+// transaction on PostgreSQL when TxOptions asks for Foreground (on the
+// API's own connections) or Relaxed. Its BEGIN goes out with its first
+// statement, and Q.InsertEventsAndCommit's statement with its COMMIT
+// (pipeTx, postgres_pipeline.go).
+func (d pgDialect) inPipeTx(ctx context.Context, pool *pgxpool.Pool, relaxed bool, fn func(q *Q) error) error {
 	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return classify(err)
@@ -54,30 +43,6 @@ func (db *DB) inPipeTx(ctx context.Context, pool *pgxpool.Pool, relaxed bool, fn
 	// (a panic in fn): nothing half-done is reused.
 	defer c.Release()
 	tx := &pipeTx{conn: c.Conn(), relaxed: relaxed}
-	q := &Q{db: db, querier: pgQuerier{tx}, tx: tx}
-	err = fn(q)
-	var pending *audit.Pending
-	if err == nil {
-		pending, err = q.writeAudit(ctx)
-	}
-	if err != nil {
-		if rerr := tx.Rollback(ctx); rerr != nil {
-			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)
-		}
-		return classify(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		pending.Untake()
-		return classify(fmt.Errorf("commit: %w", err))
-	}
-	return nil
-}
-
-// foreground is the querier of the API's own connections (the main one
-// where there are none).
-func (db *DB) foreground() querier {
-	if db.fgPool == nil {
-		return db.base
-	}
-	return pgQuerier{db.fgPool}
+	q := &Q{db: d.db, querier: pgQuerier{tx}, tx: tx}
+	return classify(d.db.runTx(ctx, q, fn, tx.Commit, tx.Rollback))
 }
