@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/scope"
 	"github.com/hookd/hookd/internal/store"
@@ -36,14 +38,14 @@ import (
 // TestConformanceCoversEveryMethod fails when a listed method gets a test
 // here (take it off) or a new method has none.
 var untestedHere = []string{
-	"ClaimDelivery", "CountRecoverable", "ExportPage", "GetEventType",
-	"HourlyOutcomes", "InFlightByOwner", "JobMetadata", "Jobs", "ListDeliveriesWhere",
+	"ClaimDelivery", "CountRecoverable", "ExportPage",
+	"HourlyOutcomes", "InFlightByOwner", "Jobs", "ListDeliveriesWhere",
 	"ListenPoll", "LoadAttempt", "MigrationsPending", "MoveEndpointJobs", "MoveJob",
 	"OldestAwaitingFanout", "OrderedAttempts", "OrderedHead", "OwnerAsOfEvent",
-	"PollSeqBefore", "PortalLinkLocale", "PrunePortal", "ReadStats",
-	"RecoverableDeliveries", "RemoveSharedEventTypes", "ResetDeliveryFrom", "RestampRate",
-	"RetryNow", "ScopedTypes", "SetEndpointSlow", "SharedEventTypes", "SpendPortalLinks",
-	"TypeSchema", "WakeJob",
+	"PollSeqBefore", "ReadStats",
+	"RecoverableDeliveries", "ResetDeliveryFrom", "RestampRate",
+	"RetryNow", "SetEndpointSlow",
+	"WakeJob",
 }
 
 // TestConformanceCoversEveryMethod: every exported method of *store.Q and
@@ -420,6 +422,141 @@ func TestSeamEntryPoints(t *testing.T) {
 		}
 		if n := s.count(`SELECT count(*) FROM seam_rows WHERE id LIKE 'outbox-%'`); n != 1 {
 			t.Fatalf("%d outbox rows, want 1 (the committed one)", n)
+		}
+	})
+}
+
+// TestJobMetadata: River's job metadata reads back as JSON text on both
+// engines (SQLite stores it as JSONB: the dialect reads it through
+// json()); an id with no job is left out.
+func TestJobMetadata(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		ids := s.jobs(2)
+		got, err := s.q.JobMetadata(s.ctx, append(slices.Clone(ids), 999999))
+		must(t, err)
+		if len(got) != 2 {
+			t.Fatalf("JobMetadata = %d jobs, want 2 (the missing id left out)", len(got))
+		}
+		for _, id := range ids {
+			var m map[string]any
+			if err := json.Unmarshal(got[id], &m); err != nil {
+				t.Fatalf("job %d's metadata %q is not JSON text: %v", id, got[id], err)
+			}
+		}
+		if none, err := s.q.JobMetadata(s.ctx, nil); err != nil || len(none) != 0 {
+			t.Fatalf("JobMetadata(none) = %v, %v", none, err)
+		}
+	})
+}
+
+// TestPortalLinkUpkeep: a link's locale reads back (none: ""); an owner's
+// unused links are spent at once; expired links and sessions are pruned.
+func TestPortalLinkUpkeep(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		s.owner("beta")
+		g := &store.PortalGrant{OwnerID: "acme", Features: []string{"endpoints"}, Locale: "zh-Hans", ExpiresAt: t0.Add(time.Hour)}
+		a1, a2, old := []byte("link-a1"), []byte("link-a2"), []byte("link-old")
+		must(t, s.q.CreatePortalLink(s.ctx, a1, g, t0))
+		must(t, s.q.CreatePortalLink(s.ctx, a2, g, t0))
+		gb := *g
+		gb.OwnerID, gb.Locale = "beta", "en"
+		must(t, s.q.CreatePortalLink(s.ctx, []byte("link-b"), &gb, t0))
+		gold := *g
+		gold.ExpiresAt = t0.Add(time.Minute)
+		must(t, s.q.CreatePortalLink(s.ctx, old, &gold, t0))
+		if l := s.q.PortalLinkLocale(s.ctx, a1); l != "zh-Hans" {
+			t.Fatalf("PortalLinkLocale = %q, want zh-Hans", l)
+		}
+		if l := s.q.PortalLinkLocale(s.ctx, []byte("nothing")); l != "" {
+			t.Fatalf("PortalLinkLocale of no link = %q, want empty", l)
+		}
+		if _, err := s.q.TakePortalLink(s.ctx, a1, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// a1 is used, old expired: only a2 is left to spend.
+		n, err := s.q.SpendPortalLinks(s.ctx, "acme", t0.Add(2*time.Minute))
+		must(t, err)
+		if n != 1 {
+			t.Fatalf("SpendPortalLinks spent %d, want 1 (a2)", n)
+		}
+		if _, err := s.q.TakePortalLink(s.ctx, a2, t0.Add(3*time.Minute)); !errors.Is(err, store.ErrLinkUsed) {
+			t.Fatalf("a spent link: %v, want ErrLinkUsed", err)
+		}
+		if l := s.q.PortalLinkLocale(s.ctx, a2); l != "zh-Hans" {
+			t.Fatalf("a spent link's locale = %q, want zh-Hans", l)
+		}
+		if _, err := s.q.TakePortalLink(s.ctx, []byte("link-b"), t0.Add(3*time.Minute)); err != nil {
+			t.Fatalf("beta's link after acme's were spent: %v", err)
+		}
+		must(t, s.q.PrunePortal(s.ctx, t0.Add(time.Minute)))
+		if n := s.count(`SELECT count(*) FROM hookd_portal_links`); n != 3 {
+			t.Fatalf("%d links after pruning at old's expiry, want 3", n)
+		}
+		must(t, s.q.PrunePortal(s.ctx, t0.Add(time.Hour)))
+		if n := s.count(`SELECT count(*) FROM hookd_portal_links`) + s.count(`SELECT count(*) FROM hookd_portal_sessions`); n != 0 {
+			t.Fatalf("%d links and sessions left after everything expired", n)
+		}
+	})
+}
+
+// TestSharedCatalog: the shared catalog lists by name with each type's
+// profile; removing names is all or none; GetEventType, TypeSchema and
+// ScopedTypes resolve an owner's own registration before the catalog's.
+func TestSharedCatalog(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		schema := json.RawMessage(`{"type":"object"}`)
+		for _, ty := range []*event.Type{
+			{Name: "invoice.paid", Exposure: event.Webhook, Schema: schema, SchemaHash: "h-shared", CreatedAt: t0},
+			{Name: "kwork.only", Exposure: event.Webhook, Profile: "kwork", CreatedAt: t0},
+			{Name: "order.placed", Exposure: event.Webhook, Scoped: true, CreatedAt: t0},
+			{OwnerID: "acme", Name: "invoice.paid", Exposure: event.Webhook, Scoped: true, Schema: json.RawMessage(`{"type":"string"}`), SchemaHash: "h-acme", CreatedAt: t0},
+		} {
+			must(t, s.q.PutEventType(s.ctx, ty))
+		}
+		shared, err := s.q.SharedEventTypes(s.ctx)
+		must(t, err)
+		got := pluck(shared, func(ty *event.Type) string { return ty.Name + "@" + ty.Profile })
+		if !slices.Equal(got, []string{"invoice.paid@", "kwork.only@kwork", "order.placed@"}) {
+			t.Fatalf("SharedEventTypes = %v", got)
+		}
+
+		own, err := s.q.GetEventType(s.ctx, "acme", "invoice.paid")
+		must(t, err)
+		if own.OwnerID != "acme" || !own.Scoped {
+			t.Fatalf("GetEventType(acme) = %+v, want acme's own registration", own)
+		}
+		if _, err := s.q.GetEventType(s.ctx, "acme", "never.registered"); apperr.CodeOf(err) != apperr.NotFound {
+			t.Fatalf("GetEventType of no type: %v, want not_found", err)
+		}
+		sch, hash, err := s.q.TypeSchema(s.ctx, "acme", "invoice.paid")
+		must(t, err)
+		if string(sch) != `{"type":"string"}` || hash != "h-acme" {
+			t.Fatalf("TypeSchema(acme) = %s, %q; want acme's", sch, hash)
+		}
+		if sch, hash, err := s.q.TypeSchema(s.ctx, "beta", "invoice.paid"); err != nil || string(sch) != string(schema) || hash != "h-shared" {
+			t.Fatalf("TypeSchema(beta) = %s, %q, %v; want the catalog's", sch, hash, err)
+		}
+		scoped, err := s.q.ScopedTypes(s.ctx, "acme")
+		must(t, err)
+		if !scoped["invoice.paid"] || !scoped["order.placed"] || len(scoped) != 2 {
+			t.Fatalf("ScopedTypes(acme) = %v, want invoice.paid (its own) and order.placed", scoped)
+		}
+
+		err = s.q.RemoveSharedEventTypes(s.ctx, []string{"order.placed", "not.there"})
+		if err == nil || !strings.Contains(err.Error(), "not.there") {
+			t.Fatalf("removing a name the catalog lacks: %v, want a refusal naming it", err)
+		}
+		if n := s.count(`SELECT count(*) FROM hookd_event_types WHERE owner_id = ''`); n != 3 {
+			t.Fatalf("%d shared types after a refused removal, want 3 (all or none)", n)
+		}
+		must(t, s.q.RemoveSharedEventTypes(s.ctx, []string{"invoice.paid", "order.placed"}))
+		if own, err = s.q.GetEventType(s.ctx, "acme", "invoice.paid"); err != nil || own.OwnerID != "acme" {
+			t.Fatalf("acme's own registration after the shared one went: %+v, %v", own, err)
+		}
+		if shared, err = s.q.SharedEventTypes(s.ctx); err != nil || len(shared) != 1 {
+			t.Fatalf("SharedEventTypes after removal = %d, %v; want kwork.only", len(shared), err)
 		}
 	})
 }
