@@ -38,13 +38,13 @@ import (
 // TestConformanceCoversEveryMethod fails when a listed method gets a test
 // here (take it off) or a new method has none.
 var untestedHere = []string{
-	"ClaimDelivery", "CountRecoverable", "ExportPage",
+	"CountRecoverable", "ExportPage",
 	"HourlyOutcomes", "InFlightByOwner", "Jobs", "ListDeliveriesWhere",
-	"ListenPoll", "LoadAttempt", "MigrationsPending", "MoveEndpointJobs", "MoveJob",
-	"OldestAwaitingFanout", "OrderedAttempts", "OrderedHead", "OwnerAsOfEvent",
+	"ListenPoll", "MoveEndpointJobs", "MoveJob",
+	"OrderedAttempts", "OrderedHead",
 	"PollSeqBefore", "ReadStats",
 	"RecoverableDeliveries", "ResetDeliveryFrom", "RestampRate",
-	"RetryNow", "SetEndpointSlow",
+	"RetryNow",
 	"WakeJob",
 }
 
@@ -557,6 +557,91 @@ func TestSharedCatalog(t *testing.T) {
 		}
 		if shared, err = s.q.SharedEventTypes(s.ctx); err != nil || len(shared) != 1 {
 			t.Fatalf("SharedEventTypes after removal = %d, %v; want kwork.only", len(shared), err)
+		}
+	})
+}
+
+// TestAttemptReads: LoadAttempt reads a delivery with its endpoint, owner
+// (the attributes its event's fanout captured, as OwnerAsOfEvent gives
+// them) and event, and the endpoint's slow lane as SetEndpointSlow left it;
+// ClaimDelivery claims once, for the attempts read, until its claim
+// expires; OldestAwaitingFanout is the owner's oldest event not yet fanned
+// out.
+func TestAttemptReads(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		o := s.owner("acme")
+		e := s.endpoint("acme", 1)
+		ev := s.awaiting("acme", 7)
+		later := newEvent("acme", "k2", t0.Add(time.Second))
+		later.FanoutJob = 8
+		if _, _, err := s.q.InsertEvent(s.ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := s.q.OldestAwaitingFanout(s.ctx, "acme"); err != nil || id != ev.ID {
+			t.Fatalf("OldestAwaitingFanout = %q, %v; want %s", id, err, ev.ID)
+		}
+		must(t, s.q.MarkFannedOut(s.ctx, []string{ev.ID}, `{"app":"as-of-fanout"}`))
+		if id, err := s.q.OldestAwaitingFanout(s.ctx, "acme"); err != nil || id != later.ID {
+			t.Fatalf("OldestAwaitingFanout after the first fanned out = %q, %v; want %s", id, err, later.ID)
+		}
+		if id, err := s.q.OldestAwaitingFanout(s.ctx, "beta"); err != nil || id != "" {
+			t.Fatalf("OldestAwaitingFanout of an owner with none = %q, %v", id, err)
+		}
+		asOf, err := s.q.OwnerAsOfEvent(s.ctx, o, ev.ID)
+		must(t, err)
+		if asOf.Attributes["app"] != "as-of-fanout" || asOf.ID != "acme" {
+			t.Fatalf("OwnerAsOfEvent = %+v, want the attributes the fanout captured", asOf)
+		}
+		if same, err := s.q.OwnerAsOfEvent(s.ctx, o, later.ID); err != nil || same.Attributes["app"] != "acme" {
+			t.Fatalf("OwnerAsOfEvent of an event with none captured = %+v, %v; want the owner's own", same, err)
+		}
+
+		slow := ts(t0.Add(time.Minute))
+		must(t, s.q.SetEndpointSlow(s.ctx, e.ID, &slow))
+		d := newDelivery("acme", e.ID, ev.ID, t0)
+		s.deliveries(d)
+		a, err := s.q.LoadAttempt(s.ctx, e.ID, ev.ID)
+		must(t, err)
+		if a.Delivery.ID != d.ID || a.Endpoint.ID != e.ID || a.Event == nil || a.Event.ID != ev.ID || a.Owner.Attributes["app"] != "as-of-fanout" {
+			t.Fatalf("LoadAttempt = delivery %s endpoint %s event %v owner %+v", a.Delivery.ID, a.Endpoint.ID, a.Event, a.Owner)
+		}
+		if a.Endpoint.SlowSince == nil || ts(*a.Endpoint.SlowSince) != slow {
+			t.Fatalf("slow_since = %v, want %d", a.Endpoint.SlowSince, slow)
+		}
+		must(t, s.q.SetEndpointSlow(s.ctx, e.ID, nil))
+		if a, err = s.q.LoadAttempt(s.ctx, e.ID, ev.ID); err != nil || a.Endpoint.SlowSince != nil {
+			t.Fatalf("after SetEndpointSlow(nil): %v, %v", a.Endpoint.SlowSince, err)
+		}
+		_, err = s.q.LoadAttempt(s.ctx, e.ID, later.ID)
+		wantCode(t, err, apperr.NotFound)
+
+		now, until := ts(t0.Add(time.Minute)), ts(t0.Add(2*time.Minute))
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 1, now, until); err != nil || ok {
+			t.Fatalf("a claim for attempts it no longer has: %v, %v", ok, err)
+		}
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, now, until); err != nil || !ok {
+			t.Fatalf("the first claim: %v, %v", ok, err)
+		}
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, now+1, until); err != nil || ok {
+			t.Fatalf("a second claim while the first holds: %v, %v", ok, err)
+		}
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, until, until+60_000_000); err != nil || !ok {
+			t.Fatalf("a claim once the first expired: %v, %v", ok, err)
+		}
+	})
+}
+
+// TestMigrationsPending: a migrated database has none pending.
+func TestMigrationsPending(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		n, err := s.db.MigrationsPending(s.ctx)
+		must(t, err)
+		if n != 0 {
+			t.Fatalf("MigrationsPending = %d on a migrated database, want 0", n)
+		}
+		s.exec(`DELETE FROM hookd_migrations WHERE version = (SELECT max(version) FROM hookd_migrations)`)
+		if n, err = s.db.MigrationsPending(s.ctx); err != nil || n != 1 {
+			t.Fatalf("MigrationsPending with the last one unrecorded = %d, %v; want 1", n, err)
 		}
 	})
 }
