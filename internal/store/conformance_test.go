@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -40,9 +41,9 @@ import (
 var untestedHere = []string{
 	"CountRecoverable", "ExportPage",
 	"HourlyOutcomes", "InFlightByOwner", "Jobs", "ListDeliveriesWhere",
-	"ListenPoll", "MoveEndpointJobs", "MoveJob",
+	"MoveEndpointJobs", "MoveJob",
 	"OrderedAttempts", "OrderedHead",
-	"PollSeqBefore", "ReadStats",
+	"ReadStats",
 	"RecoverableDeliveries", "ResetDeliveryFrom", "RestampRate",
 	"RetryNow",
 	"WakeJob",
@@ -642,6 +643,83 @@ func TestMigrationsPending(t *testing.T) {
 		s.exec(`DELETE FROM hookd_migrations WHERE version = (SELECT max(version) FROM hookd_migrations)`)
 		if n, err = s.db.MigrationsPending(s.ctx); err != nil || n != 1 {
 			t.Fatalf("MigrationsPending with the last one unrecorded = %d, %v; want 1", n, err)
+		}
+	})
+}
+
+// TestListenPoll: on PostgreSQL a commit that appends a polling endpoint's
+// messages wakes every process's ListenPoll with that endpoint (the
+// dialect's pg_notify and LISTEN); on SQLite ListenPoll returns at once
+// (one process: its fanout wakes its own polls). PollSeqBefore finds the
+// cursor a seek by time sets.
+func TestListenPoll(t *testing.T) {
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep := newEndpoint("acme", 1)
+		ep.Kind, ep.URL = endpoint.KindPoll, ""
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
+			if err := q.CreateEndpoint(s.ctx, ep); err != nil {
+				return err
+			}
+			return q.CreatePollEndpoint(s.ctx, ep.ID, []byte("hash-listen"))
+		}))
+		ctx, cancel := context.WithCancel(s.ctx)
+		defer cancel()
+		woken := make(chan []string, 16)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			s.db.ListenPoll(ctx, func(ids []string) {
+				select {
+				case woken <- ids:
+				default: // the test has what it waits for
+				}
+			}, func() {})
+		}()
+		appendOne := func(i int) {
+			e := newEvent("acme", "", t0.Add(time.Duration(i)*time.Second))
+			_, _, err := s.q.InsertEvent(s.ctx, e)
+			must(t, err)
+			must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
+				return q.AppendPollMessages(s.ctx, []store.PollMessage{{EndpointID: ep.ID, ID: event.NewID("dlv_", e.CreatedAt), EventID: e.ID, CreatedAt: ts(e.CreatedAt)}})
+			}))
+		}
+		if s.db.Pool() == nil {
+			select {
+			case <-returned:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ListenPoll on SQLite did not return at once")
+			}
+			appendOne(0)
+		} else {
+			// The listener's LISTEN runs on its own connection: until it
+			// does, a notification finds nobody. Append until one wakes it.
+			var got []string
+			for i := 0; got == nil; i++ {
+				if i == 50 {
+					t.Fatal("no append woke ListenPoll")
+				}
+				appendOne(i)
+				select {
+				case got = <-woken:
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			if !slices.Equal(got, []string{ep.ID}) {
+				t.Fatalf("ListenPoll woke with %v, want [%s]", got, ep.ID)
+			}
+			cancel()
+			<-returned
+		}
+		first, err := s.q.PollSeqBefore(s.ctx, ep.ID, ts(t0))
+		must(t, err)
+		if last, _, err := s.q.PollState(s.ctx, ep.ID); err != nil || first != 0 || last < 1 {
+			t.Fatalf("PollSeqBefore(t0) = %d, last %d, %v; want 0 before the first message", first, last, err)
+		}
+		past, err := s.q.PollSeqBefore(s.ctx, ep.ID, ts(t0.Add(time.Hour)))
+		must(t, err)
+		if last, _, _ := s.q.PollState(s.ctx, ep.ID); past != last {
+			t.Fatalf("PollSeqBefore past the last = %d, want the last, %d", past, last)
 		}
 	})
 }
