@@ -22,7 +22,7 @@ import (
 // trips (on PostgreSQL three for an owner with endpoints: BEGIN goes out
 // with the read of the types' rules, the owners' endpoints and the
 // callers' keys, River inserts the fanout jobs, and the events' INSERT
-// goes out with COMMIT; store.InTxForeground; one when the rules are what
+// goes out with COMMIT; store.DB.InTx with TxOptions.Foreground; one when the rules are what
 // the last read said, expected.go). So concurrent
 // PublishOne calls share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
@@ -158,7 +158,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	var admitted []*publishCall
 	var inTx error // the transaction's own failure, before its commit
 	path := metrics.Usual
-	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
+	err := g.s.db.InTx(ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		if h := g.s.hook().PublishGroup; h != nil {
 			if inTx = h(len(group)); inTx != nil {
 				return inTx
@@ -250,7 +250,7 @@ func (s *Service) publishAlone(ctx context.Context, c *publishCall) {
 	c.ev.FanoutJob = 0 // set by the rolled-back attempt
 	var admitted []*publishCall
 	var out []Published
-	err := s.db.InTxForeground(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		var err error
 		admitted, out, err = s.insertAdmitted(ctx, q, []*publishCall{c})
 		return err

@@ -60,7 +60,7 @@ func openGroupBench(t testing.TB, e dbtest.Backend) groupBench {
 	}{{"acme", true}, {"quiet", false}} {
 		e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: ep.owner, URL: "https://example.com/hook",
 			EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-		must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+		must(t, db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 	}
 	return groupBench{db: db, svc: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})}
 }
@@ -463,7 +463,7 @@ func TestPublishDeletedOwner(t *testing.T) {
 
 		ghost = paid("", 3)
 		ghost.OwnerID = "ghost"
-		err := b.db.InTx(context.Background(), func(q *store.Q) error {
+		err := b.db.InTx(context.Background(), store.TxOptions{}, func(q *store.Q) error {
 			_, err := b.svc.Publish(context.Background(), q, []*event.Event{paid("", 4), ghost})
 			return err
 		})

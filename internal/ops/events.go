@@ -100,7 +100,7 @@ func (s *Service) publishBatch(ctx context.Context, p Principal, in *BatchIn) (*
 
 func (s *Service) publishAll(ctx context.Context, evs []*event.Event) ([]delivery.Published, error) {
 	var out []delivery.Published
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		var err error
 		out, err = s.Delivery.Publish(ctx, q, evs)
 		return err
