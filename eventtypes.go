@@ -90,7 +90,7 @@ func registerCatalog(ctx context.Context, db *store.DB, deliverySvc *delivery.Se
 		byName[t.Name] = t
 	}
 	var added, changed []string
-	err = db.InTx(ctx, func(q *store.Q) error {
+	err = db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		added, changed = nil, nil
 		stored, err := q.SharedEventTypes(ctx)
 		if err != nil {

@@ -293,7 +293,7 @@ func TestDiscardedBeforeSending(t *testing.T) {
 	}{
 		{"egress blocked", func(b *bundle, epID, _ string) {
 			// Point the endpoint at an address the guard refuses.
-			err := b.h.DB.InTx(context.Background(), func(q *store.Q) error {
+			err := b.h.DB.InTx(context.Background(), store.TxOptions{}, func(q *store.Q) error {
 				e, err := q.GetEndpoint(context.Background(), "", epID)
 				if err != nil {
 					return err

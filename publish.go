@@ -53,7 +53,7 @@ func (h *Hookd) PublishTx(ctx context.Context, tx any, evs ...Event) ([]string, 
 // Publish publishes events in a transaction of its own.
 func (h *Hookd) Publish(ctx context.Context, evs ...Event) ([]string, error) {
 	var ids []string
-	err := h.db.InTx(ctx, func(q *store.Q) error {
+	err := h.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		var err error
 		ids, err = h.publish(ctx, q, evs)
 		return err

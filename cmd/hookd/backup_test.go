@@ -400,7 +400,7 @@ func sealEndpoint(t *testing.T, db, keyFile string) {
 	defer s.Close()
 	e := &endpoint.Endpoint{ID: "ep_backup", OwnerID: "acme", URL: "https://example.com/hook", EventTypes: []string{"*"},
 		SecretSealed: sealed, Enabled: true, MaxInFlight: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := s.InTx(context.Background(), func(q *store.Q) error { return q.CreateEndpoint(context.Background(), e) }); err != nil {
+	if err := s.InTx(context.Background(), store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(context.Background(), e) }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -61,7 +61,7 @@ func (s *benchSite) seed(b *testing.B, n, per int) []string {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	var ids []string
-	err := s.h.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.h.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		for i := range n {
 			e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "acme", URL: fmt.Sprintf("https://example.com/hook/%d", i),
 				Description: "endpoint " + fmt.Sprint(i), EventTypes: []string{"invoice.paid", "order.*"}, SecretSealed: []byte("x"),

@@ -151,7 +151,7 @@ func (s *Service) fanout(ctx context.Context, ev *event.Event, o *owner.Owner, p
 	// durable too; a crash that loses it loses the completion as well, and
 	// the fanout runs again.
 	var deferred []string
-	err = s.db.InTxRelaxed(ctx, func(q *store.Q) (err error) {
+	err = s.db.InTx(ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) (err error) {
 		deferred, err = s.fanoutTx(ctx, q, &f) // a retried transaction starts over
 		return err
 	})

@@ -286,7 +286,7 @@ func (s *Service) moveLane(ctx context.Context, ep *endpoint.Endpoint, took time
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var moved int64
-	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 		var micros *int64
 		if since != nil {
 			m := since.UnixMicro()

@@ -34,7 +34,7 @@ func TestFanoutQueuesBurstBehind(t *testing.T) {
 			for i := range 5 {
 				e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "acme", URL: "https://example.com/hook", EventTypes: []string{"*"},
 					SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-				must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+				must(t, b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 				if i == 4 {
 					slowID = e.ID
 					since := now.UnixMicro()
@@ -61,7 +61,7 @@ func TestFanoutQueuesBurstBehind(t *testing.T) {
 			must(t, err)
 			e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "quiet", URL: "https://example.com/q", EventTypes: []string{"*"},
 				SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-			must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+			must(t, b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 			must(t, b.svc.Fanout(ctx, q.ID))
 			if n := dbtest.Count(t, b.db, `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver' AND queue = $1 AND priority = 1 AND args->>'endpoint_id' = $2`,
 				delivery.QueueDeliver, e.ID); n != 1 {

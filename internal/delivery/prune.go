@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 )
@@ -30,65 +31,97 @@ func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
 	return err
 }
 
-// Prune deletes what retention allows, in batches; it returns how many
-// deliveries and events it deleted.
+// Retention deletes in batches sized to a time budget, and rests between
+// them. On SQLite a delete holds the database's only writer: a publish or
+// a delivery's record waiting behind it waits one batch at most, and the
+// rest after each batch (as long as the batch took) leaves the writer free
+// at least half the time while a large backlog is pruned. The batch halves
+// when one takes longer than the budget and doubles, up to pruneMaxBatch,
+// when one takes under half of it. On PostgreSQL the rest spreads the
+// deletes' I/O the same way.
+const (
+	pruneBudget   = 10 * time.Millisecond
+	pruneMaxBatch = 1000
+	pruneMinBatch = 10
+)
+
+// pruner runs one retention pass's batches.
+type pruner struct {
+	// now times a batch: the real clock, not the service's (a test's clock
+	// that jumps a day must not make the rest a day long).
+	now     func() time.Time
+	rest    func(ctx context.Context, d time.Duration) error
+	batch   int
+	longest time.Duration // the longest batch of the pass
+}
+
+func (s *Service) newPruner() *pruner {
+	return &pruner{now: time.Now, rest: sleep, batch: pruneMaxBatch}
+}
+
+// run deletes with del, a batch of at most limit rows a call, until a
+// batch deletes fewer than it was allowed; it returns how many it deleted.
+func (p *pruner) run(ctx context.Context, del func(limit int) (int64, error)) (int64, error) {
+	var total int64
+	for {
+		limit := p.batch
+		start := p.now()
+		n, err := del(limit)
+		took := p.now().Sub(start)
+		p.longest = max(p.longest, took)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < int64(limit) {
+			return total, nil
+		}
+		switch {
+		case took > pruneBudget:
+			p.batch = max(pruneMinBatch, p.batch/2)
+		case took < pruneBudget/2:
+			p.batch = min(pruneMaxBatch, p.batch*2)
+		}
+		if err := ctx.Err(); err != nil { // a rest of 0 may not see it
+			return total, err
+		}
+		if err := p.rest(ctx, min(took, time.Second)); err != nil {
+			return total, err
+		}
+	}
+}
+
+// Prune deletes what retention allows, in batches (above); it returns how
+// many deliveries and events it deleted. A pending delivery is never
+// deleted: only those finished before the cutoff.
 func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err error) {
 	cutoff := s.now().Add(-s.cfg.Retention).UnixMicro()
-	const batch = 1000
 	q := s.db.Q()
-	for {
-		n, err := q.PruneDeliveries(ctx, cutoff, batch)
-		if err != nil {
-			return deliveries, events, err
-		}
-		deliveries += n
-		if n < batch {
-			break
-		}
+	p := s.newPruner()
+	if deliveries, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneDeliveries(ctx, cutoff, limit) }); err != nil {
+		return deliveries, events, err
 	}
-	for {
-		n, err := q.PrunePollMessages(ctx, cutoff, batch)
-		if err != nil {
-			return deliveries, events, err
-		}
-		deliveries += n // a poll message is a delivery that is never sent
-		if n < batch {
-			break
-		}
+	polled, err := p.run(ctx, func(limit int) (int64, error) { return q.PrunePollMessages(ctx, cutoff, limit) })
+	deliveries += polled // a poll message is a delivery that is never sent
+	if err != nil {
+		return deliveries, events, err
 	}
-	for {
-		n, err := q.PruneEvents(ctx, cutoff, batch)
-		if err != nil {
-			return deliveries, events, err
-		}
-		events += n
-		if n < batch {
-			break
-		}
+	if events, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEvents(ctx, cutoff, limit) }); err != nil {
+		return deliveries, events, err
 	}
-	audits, err := s.pruneAudit(ctx)
+	audits, err := s.pruneAudit(ctx, p)
 	if err != nil {
 		return deliveries, events, err
 	}
 	if deliveries+events+audits > 0 {
-		s.log.Info("retention pruned", "deliveries", deliveries, "events", events, "audit_records", audits)
+		s.log.Info("retention pruned", "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
 	}
 	return deliveries, events, nil
 }
 
 // pruneAudit deletes audit records older than their own retention.
-func (s *Service) pruneAudit(ctx context.Context) (int64, error) {
+func (s *Service) pruneAudit(ctx context.Context, p *pruner) (int64, error) {
 	cutoff := s.now().Add(-s.cfg.AuditRetention).UnixMicro()
-	const batch = 1000
-	var total int64
-	for {
-		n, err := s.db.Q().PruneAudit(ctx, cutoff, batch)
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n < batch {
-			return total, nil
-		}
-	}
+	q := s.db.Q()
+	return p.run(ctx, func(limit int) (int64, error) { return q.PruneAudit(ctx, cutoff, limit) })
 }

@@ -84,7 +84,7 @@ func (s *Service) Publish(ctx context.Context, r Request) ([]Published, error) {
 		return c.out[:], nil
 	}
 	var out []Published
-	err := s.db.InTx(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		var err error
 		out, err = s.publishIn(ctx, q, r.Events, r.UnconfirmedKey, byProducer)
 		return err

@@ -3,7 +3,7 @@ package delivery
 // Fast path of publish (publish.go): group commit. The plain path is
 // publishIn, which writes one caller's events in one transaction, a commit
 // each; here the single publishes in flight share one transaction and its
-// commit (publishGrouped), sent as one pipelined batch (store.InTxForeground),
+// commit (publishGrouped), sent as one pipelined batch (store.DB.InTx, TxOptions.Foreground),
 // or in one round trip when the rules are what was expected
 // (publish_onetrip.go).
 
@@ -28,7 +28,7 @@ import (
 // trips (on PostgreSQL three for an owner with endpoints: BEGIN goes out
 // with the read of the types' rules, the owners' endpoints and the
 // callers' keys, River inserts the fanout jobs, and the events' INSERT
-// goes out with COMMIT; store.InTxForeground; one when the rules are what
+// goes out with COMMIT; store.DB.InTx with TxOptions.Foreground; one when the rules are what
 // the last read said, publish_onetrip.go). So concurrent
 // single publishes share one (internal/group): the
 // first to arrive commits at once, alone; the calls arriving while that
@@ -156,7 +156,7 @@ func (g *publishGroup) commit(ctx context.Context, group []*publishCall) {
 	var admitted []*publishCall
 	var inTx error // the transaction's own failure, before its commit
 	path := metrics.Usual
-	err := g.s.db.InTxForeground(ctx, func(q *store.Q) error {
+	err := g.s.db.InTx(ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		if inTx = g.s.publishGroupHook(len(group)); inTx != nil {
 			return inTx
 		}
@@ -246,7 +246,7 @@ func (s *Service) publishAlone(ctx context.Context, c *publishCall) {
 	c.ev.FanoutJob = 0 // set by the rolled-back attempt
 	var admitted []*publishCall
 	var out []Published
-	err := s.db.InTxForeground(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		var err error
 		admitted, out, err = s.insertAdmitted(ctx, q, []*publishCall{c})
 		return err

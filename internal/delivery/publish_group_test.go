@@ -71,7 +71,7 @@ func openGroupBench(t testing.TB, e dbtest.Backend) groupBench {
 	}{{"acme", true}, {"quiet", false}} {
 		e := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: ep.owner, URL: "https://example.com/hook",
 			EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: ep.enabled, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-		must(t, db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
+		must(t, db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(ctx, e) }))
 	}
 	return groupBench{db: db, svc: delivery.New(delivery.Config{DB: db, Profiles: profile.Default(), GroupMax: 8})}
 }
@@ -474,7 +474,7 @@ func TestPublishDeletedOwner(t *testing.T) {
 
 		ghost = paid("", 3)
 		ghost.OwnerID = "ghost"
-		err := b.db.InTx(context.Background(), func(q *store.Q) error {
+		err := b.db.InTx(context.Background(), store.TxOptions{}, func(q *store.Q) error {
 			_, err := b.svc.Publish(context.Background(), delivery.Request{Tx: q, Events: []*event.Event{paid("", 4), ghost}})
 			return err
 		})
@@ -513,7 +513,7 @@ func TestPublishConfirmsKeyOnEveryPath(t *testing.T) {
 				return err
 			}},
 			{"caller's transaction", func(key string, evs []*event.Event) error {
-				return b.db.InTx(ctx, func(q *store.Q) error {
+				return b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 					_, err := b.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs, UnconfirmedKey: key})
 					return err
 				})

@@ -104,7 +104,7 @@ func TestExpectedGroupEndpoints(t *testing.T) {
 	now := time.Now()
 	ep := &endpoint.Endpoint{ID: event.NewID("ep_", now), OwnerID: "quiet", URL: "https://example.com/hook",
 		EventTypes: []string{"*"}, SecretSealed: []byte{1}, Enabled: true, MaxInFlight: 1, CreatedAt: now, UpdatedAt: now}
-	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.CreateEndpoint(ctx, ep) }))
+	must(t, b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateEndpoint(ctx, ep) }))
 	publish(3)
 	if got := w.since(1); len(got) != 1 || got[0] {
 		t.Fatalf("the publish after the endpoint's creation: one-round-trip inserts %v; want one that missed", got)
@@ -121,7 +121,7 @@ func TestExpectedGroupEndpoints(t *testing.T) {
 	}
 
 	ep.Enabled, ep.DisabledReason, ep.UpdatedAt = false, "disabled by owner", time.Now()
-	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.UpdateEndpoint(ctx, ep) }))
+	must(t, b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.UpdateEndpoint(ctx, ep) }))
 	publish(5)
 	if got := w.since(3); len(got) != 1 || got[0] {
 		t.Fatalf("the publish after the endpoint was disabled: one-round-trip inserts %v; want one that missed", got)
@@ -218,7 +218,7 @@ func TestExpectedGroupOwnerDeleted(t *testing.T) {
 	ctx := context.Background()
 	_, err := publishOne(ctx, b.svc, quietEvent(1))
 	must(t, err)
-	must(t, b.db.InTx(ctx, func(q *store.Q) error { return q.DeleteOwner(ctx, "quiet") }))
+	must(t, b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.DeleteOwner(ctx, "quiet") }))
 	_, err = publishOne(ctx, b.svc, quietEvent(2))
 	if apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("publish to the deleted owner: %v; want 404", err)

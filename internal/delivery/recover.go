@@ -83,7 +83,7 @@ func (w *recoverWorker) Work(ctx context.Context, job *river.Job[RecoverArgs]) e
 // owner's endpoint (total deliveries counted in it) and returns its id.
 func (s *Service) StartRecovery(ctx context.Context, ownerID string, w store.RecoverWindow, total int) (int64, error) {
 	var id int64
-	err := s.db.InTx(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		res, err := q.InsertJobs(ctx, []river.InsertManyParams{{
 			Args:       RecoverArgs{OwnerID: ownerID, EndpointID: w.EndpointID, Since: w.Since, Until: w.Until, States: w.States, Total: total},
 			InsertOpts: &river.InsertOpts{Queue: QueueFanout, MaxAttempts: 3},

@@ -50,7 +50,7 @@ func (s *Service) requeue(ctx context.Context, p profile.Profile, next func(q *s
 	total := 0
 	for {
 		n := 0
-		err := s.db.InTx(ctx, func(q *store.Q) error {
+		err := s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 			ds, err := next(q)
 			if err != nil || len(ds) == 0 {
 				return err
@@ -96,7 +96,7 @@ func (s *Service) SendTest(ctx context.Context, ep *endpoint.Endpoint, p profile
 		EndpointID: ep.ID,
 	}
 	var out []Published
-	err := s.db.InTx(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		var err error
 		out, err = s.Publish(ctx, Request{Events: []*event.Event{ev}, Tx: q})
 		return err

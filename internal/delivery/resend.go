@@ -113,7 +113,7 @@ func (s *Service) Resend(ctx context.Context, ownerID, eventID string, endpointI
 	meta, _ := json.Marshal(jobMeta{Profile: p.Name()})
 	// A transaction even when nothing is to be sent again: the op's audit
 	// record commits in it.
-	err = s.db.InTx(ctx, func(q *store.Q) error {
+	err = s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		all := append(slices.Clone(again), fresh...)
 		if len(all) == 0 {
 			return nil

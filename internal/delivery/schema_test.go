@@ -94,7 +94,7 @@ func BenchmarkPublishSchema(b *testing.B) {
 								must(b, err)
 								continue
 							}
-							must(b, g.db.InTx(ctx, func(q *store.Q) error {
+							must(b, g.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 								_, err := g.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs})
 								return err
 							}))
@@ -128,7 +128,7 @@ func TestSchemaCheckedBeforeTheTransaction(t *testing.T) {
 			return evs
 		}
 		publishBatch := func(evs []*event.Event) error {
-			return b.db.InTx(ctx, func(q *store.Q) error {
+			return b.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 				_, err := b.svc.Publish(ctx, delivery.Request{Tx: q, Events: evs})
 				return err
 			})

@@ -60,7 +60,7 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 		return settled{}, nil
 	}
 	var moved []transition
-	err := s.db.InTxRelaxed(ctx, func(q *store.Q) error {
+	err := s.db.InTx(ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 		moved = moved[:0] // a retried transaction starts over
 		if err := q.RecordAttempt(ctx, rec); err != nil {
 			return err

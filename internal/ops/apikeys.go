@@ -66,7 +66,7 @@ func (s *Service) createAPIKey(ctx context.Context, p Principal, in *CreateAPIKe
 
 func (s *Service) revokeAPIKey(ctx context.Context, p Principal, in *APIKeyRef) (*owner.APIKey, error) {
 	var out *owner.APIKey
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		if err := q.RevokeAPIKey(ctx, p.OwnerID, in.ID, s.now().UnixMicro()); err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (s *Service) CreateKey(ctx context.Context, ownerID string, role owner.Role
 	now := s.now()
 	k := &owner.APIKey{ID: event.NewID("key_", now), OwnerID: ownerID, Role: role, Hash: owner.HashKey(secret), Prefix: secret[:8], CreatedAt: now}
 	audit.SetResource(ctx, k.ID)
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
+	err = s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		if ownerID != "" {
 			if _, err := q.GetOwner(ctx, ownerID); apperr.IsNotFound(err) {
 				if err := q.CreateOwner(ctx, &owner.Owner{ID: ownerID, Profile: s.DefaultProfile, Attributes: map[string]string{}, CreatedAt: now}); err != nil {

@@ -44,7 +44,7 @@ func (o *Op) callAudited(ctx context.Context, p Principal, in any) (any, error) 
 		if o.svc.Log != nil {
 			o.svc.Log.Warn("audit record written after the change, in a transaction of its own: make the op change state in store.DB.InTx", "op", o.Name)
 		}
-		if err := o.svc.DB.InTx(ctx, func(*store.Q) error { return nil }); err != nil {
+		if err := o.svc.DB.InTx(ctx, store.TxOptions{}, func(*store.Q) error { return nil }); err != nil {
 			return nil, fmt.Errorf("%s: write its audit record: %w", o.Name, err)
 		}
 	}

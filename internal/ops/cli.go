@@ -27,7 +27,7 @@ func (s *Service) ListKeys(ctx context.Context, ownerID string) ([]*owner.APIKey
 func (s *Service) RevokeKeyByID(ctx context.Context, id, command string) (*owner.APIKey, error) {
 	ctx = s.ByCLI(ctx, "api_keys.revoke", "", command, &APIKeyRef{ID: id})
 	var out *owner.APIKey
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		k, err := q.RevokeAPIKeyByID(ctx, id, s.now().UnixMicro())
 		if err != nil {
 			return err
@@ -53,5 +53,5 @@ func (s *Service) SharedEventTypes(ctx context.Context) ([]*event.Type, error) {
 func (s *Service) RemoveSharedEventTypes(ctx context.Context, names []string, command string) error {
 	ctx, _ = audit.Start(ctx, audit.Record{At: time.Now().UTC(), Actor: audit.Actor{Kind: audit.KindCLI, Name: command},
 		Op: "catalog.remove", Resource: "catalog", ResourceID: "shared", Changes: []audit.Change{{Field: "event_types", Old: names}}}, nil)
-	return s.DB.InTx(ctx, func(q *store.Q) error { return q.RemoveSharedEventTypes(ctx, names) })
+	return s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.RemoveSharedEventTypes(ctx, names) })
 }

@@ -222,7 +222,7 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 		token, tokenHash = NewPollToken()
 	}
 	audit.SetResource(ctx, e.ID)
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
+	err = s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		if err := checkDeveloper(ctx, q, e); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 	}
 	var out *endpoint.Endpoint
 	var secret string
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
+	err = s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
 		if err != nil {
 			return err
@@ -343,7 +343,7 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 }
 
 func (s *Service) deleteEndpoint(ctx context.Context, p Principal, in *EndpointRef) (*Empty, error) {
-	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+	return &Empty{}, s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		e, err := q.GetEndpoint(ctx, p.OwnerID, in.ID)
 		if err != nil {
 			return err

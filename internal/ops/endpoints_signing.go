@@ -188,7 +188,7 @@ func (s *Service) changeScheme(prof profile.Profile, e *endpoint.Endpoint, schem
 // them at now, in one transaction, and returns the endpoint as written.
 func (s *Service) rekey(ctx context.Context, p Principal, id string, change func(keys endpoint.Keys, now time.Time) (endpoint.Keys, error)) (*endpoint.Endpoint, error) {
 	var out *endpoint.Endpoint
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		e, err := q.GetEndpoint(ctx, p.OwnerID, id)
 		if err != nil {
 			return err

@@ -56,7 +56,7 @@ func (s *Service) putEventType(ctx context.Context, p Principal, in *PutEventTyp
 	if err != nil {
 		return nil, err
 	}
-	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.PutEventType(ctx, t) }); err != nil {
+	if err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.PutEventType(ctx, t) }); err != nil {
 		return nil, err
 	}
 	// Other processes compile it at their next publish of the type: they

@@ -101,7 +101,7 @@ func (s *Service) createGrant(ctx context.Context, p Principal, in *CreateGrantI
 		return nil, err
 	}
 	audit.SetResource(ctx, g.ID)
-	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateGrant(ctx, g) }); err != nil {
+	if err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateGrant(ctx, g) }); err != nil {
 		return nil, err
 	}
 	return s.grantView(g), nil
@@ -142,7 +142,7 @@ func (s *Service) revokeGrant(ctx context.Context, p Principal, in *GrantRef) (*
 // changeGrant applies change to one of the owner's grants in a transaction.
 func (s *Service) changeGrant(ctx context.Context, p Principal, id string, change func(*scope.Grant) error) (*GrantView, error) {
 	var out *scope.Grant
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		g, err := q.GetGrant(ctx, p.OwnerID, id)
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ func (s *Service) changeGrant(ctx context.Context, p Principal, id string, chang
 }
 
 func (s *Service) deleteGrant(ctx context.Context, p Principal, in *GrantRef) (*Empty, error) {
-	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+	return &Empty{}, s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		g, err := q.GetGrant(ctx, p.OwnerID, in.ID)
 		if err != nil {
 			return err

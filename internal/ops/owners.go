@@ -66,7 +66,7 @@ func (s *Service) getOwner(ctx context.Context, _ Principal, in *OwnerRef) (*own
 
 func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerIn) (*owner.Owner, error) {
 	var out *owner.Owner
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		o, err := q.GetOwner(ctx, in.ID)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func (s *Service) updateOwner(ctx context.Context, _ Principal, in *UpdateOwnerI
 }
 
 func (s *Service) deleteOwner(ctx context.Context, _ Principal, in *OwnerRef) (*Empty, error) {
-	return &Empty{}, s.DB.InTx(ctx, func(q *store.Q) error {
+	return &Empty{}, s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		o, err := q.GetOwner(ctx, in.ID)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (s *Service) CreateOwner(ctx context.Context, id, profileName string, attrs
 	}
 	o := &owner.Owner{ID: id, Profile: p.Name(), Attributes: attrs, CreatedAt: s.now()}
 	audit.SetResource(ctx, o.ID)
-	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.CreateOwner(ctx, o) }); err != nil {
+	if err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.CreateOwner(ctx, o) }); err != nil {
 		return nil, err
 	}
 	return o, nil

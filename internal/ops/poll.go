@@ -154,7 +154,7 @@ func (s *Service) rotatePollToken(ctx context.Context, p Principal, in *Endpoint
 	}
 	token, hash := NewPollToken()
 	// In a transaction: the audit record commits with the change.
-	if err := s.DB.InTx(ctx, func(q *store.Q) error { return q.SetPollToken(ctx, in.ID, hash) }); err != nil {
+	if err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return q.SetPollToken(ctx, in.ID, hash) }); err != nil {
 		return nil, err
 	}
 	return &PollTokenView{ID: in.ID, PollToken: token}, nil
@@ -328,7 +328,7 @@ func (s *Service) Seek(ctx context.Context, e *endpoint.Endpoint, in *SeekIn) (*
 
 func (s *Service) moveCursor(ctx context.Context, e *endpoint.Endpoint, seq int64, forward bool) (*Position, error) {
 	var out int64
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		last, _, err := q.PollState(ctx, e.ID)
 		if err != nil {
 			return err

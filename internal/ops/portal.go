@@ -102,7 +102,7 @@ func (s *Service) createPortalLink(ctx context.Context, p Principal, in *CreateP
 	// The token is a credential: the record names the link by a prefix of
 	// its hash, which the database holds anyway.
 	audit.SetResource(ctx, "pl_"+hex.EncodeToString(hash[:6]))
-	err = s.DB.InTx(ctx, func(q *store.Q) error {
+	err = s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		// Spent and expired links go when a new one is made: no job of
 		// their own.
 		if err := q.PrunePortal(ctx, now); err != nil {
@@ -121,7 +121,7 @@ func (s *Service) createPortalLink(ctx context.Context, p Principal, in *CreateP
 func (s *Service) revokePortalSessions(ctx context.Context, p Principal, _ *Empty) (*PortalRevoked, error) {
 	var out PortalRevoked
 	audit.SetResource(ctx, p.OwnerID) // every session of the owner's
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		var err error
 		if out.Sessions, err = q.DeletePortalSessions(ctx, p.OwnerID); err != nil {
 			return err

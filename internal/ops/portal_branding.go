@@ -98,7 +98,7 @@ func (s *Service) updateBranding(ctx context.Context, p Principal, in *UpdateBra
 	}
 	audit.SetResource(ctx, p.OwnerID)
 	var out *Branding
-	err := s.DB.InTx(ctx, func(q *store.Q) error {
+	err := s.DB.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 		o, err := q.GetOwner(ctx, p.OwnerID)
 		if err != nil {
 			return err

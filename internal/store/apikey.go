@@ -38,8 +38,8 @@ func (q *Q) CreateAPIKey(ctx context.Context, k *owner.APIKey) error {
 
 // APIKeyByHash finds a key by its hash (revoked keys too: the caller checks).
 func (q *Q) APIKeyByHash(ctx context.Context, hash []byte) (*owner.APIKey, error) {
-	if q.tx == nil && q.db.Backend == Postgres {
-		return q.db.sharedAPIKeyByHash(ctx, hash) // apikey_lookup.go
+	if q.tx == nil && q.db.d.roundTrips() {
+		return q.db.sharedAPIKeyByHash(ctx, hash) // apikey_lookup_cached.go
 	}
 	k, err := scanAPIKey(q.queryRow(ctx, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash = $1`, hash))
 	if NotFound(err) {

@@ -20,7 +20,7 @@ func TestAuditRecordCommitsWithItsChange(t *testing.T) {
 	setup(t, func(t *testing.T, s *bundle) {
 		ctx, pending := audit.Start(s.ctx, audit.Record{At: t0, Actor: audit.Actor{Kind: audit.KindCLI}, Op: "owners.create", Resource: "owner", ResourceID: "acme"}, nil)
 		boom := errors.New("boom")
-		err := s.db.InTx(ctx, func(q *store.Q) error {
+		err := s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 			must(t, q.CreateOwner(ctx, &owner.Owner{ID: "acme", Profile: "standard", Attributes: map[string]string{}, CreatedAt: t0}))
 			return boom
 		})
@@ -28,13 +28,13 @@ func TestAuditRecordCommitsWithItsChange(t *testing.T) {
 			t.Fatalf("a rolled-back transaction: %v, taken %v, %d records", err, pending.Taken(), s.count(`SELECT count(*) FROM hookd_audit`))
 		}
 		for range 2 { // the op's second transaction writes no second record
-			must(t, s.db.InTx(ctx, func(q *store.Q) error { return nil }))
+			must(t, s.db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error { return nil }))
 		}
 		if n := s.count(`SELECT count(*) FROM hookd_audit WHERE op = 'owners.create' AND resource_id = 'acme'`); n != 1 || !pending.Taken() {
 			t.Fatalf("%d records after two commits, want 1", n)
 		}
 		// Without a pending record, a transaction writes none.
-		must(t, s.db.InTx(s.ctx, func(q *store.Q) error { return nil }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return nil }))
 		if n := s.count(`SELECT count(*) FROM hookd_audit`); n != 1 {
 			t.Fatalf("%d records, want 1", n)
 		}

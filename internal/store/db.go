@@ -1,26 +1,40 @@
 // Package store is hookd's one storage contract with two backends: embedded
 // SQLite (modernc.org/sqlite, no cgo) and PostgreSQL (pgx). Both run the
-// same SQL; they differ only in how connections and transactions are opened
-// and in the River driver each hands to the job engine. Every test runs on
-// both (setup, in setup_test.go).
+// same SQL; they differ only in how connections and transactions are opened,
+// in a few clauses and statements one engine has and the other lacks, and
+// in the River driver each hands to the job engine: all of that is the
+// dialect's (dialect.go), in files named by it (postgres*.go, sqlite*.go).
+// Every test runs on both (setup, in setup_test.go).
 //
-// The queries follow a webhook's way through hookd, a file per step:
+// One transaction entry point, DB.InTx, whose TxOptions say what differs
+// (relaxed durability, the API's own connections); outside a transaction,
+// DB.Q (plain) and DB.Relaxed (each write committed without waiting for its
+// WAL flush); DB.WithTx wraps a transaction a library user opened.
 //
-//   - publish: event.go writes events, each with its fanout job's id.
+// The queries follow a webhook's way through hookd, a file per step, each
+// step's fast path beside its rule, named by the step it speeds up:
+//
+//   - publish: event.go writes events, each with its fanout job's id;
+//     publish_onetrip.go is its one-round-trip fast path (the commit with
+//     the last insert, and the rules read and the insert in one statement
+//     when they are as expected).
 //   - fanout: fanout.go locks the event, takes along others awaiting
-//     fanout, inserts their deliveries and tells which endpoints are busy.
+//     fanout, inserts their deliveries and tells which endpoints are busy;
+//     fanout_write_batch.go writes them with their jobs in one statement.
 //   - deliver: attempt.go reads everything one attempt needs; lease.go
-//     holds an endpoint's lease slots and a delivery's claim; drain.go is
-//     a lease holder's batches (claim, load, record, release, then wake the
-//     next delivery's job); ordered.go and ratelimit.go are the endpoint
-//     controls a send waits on.
-//   - settle: settle.go records one attempt's outcome; drain.go records a
-//     drained batch's successes.
+//     holds an endpoint's lease slots and a delivery's claim;
+//     deliver_drain.go is a lease holder's batches (claim, load, record,
+//     release, then wake the next delivery's job); ordered.go and
+//     ratelimit.go are the endpoint controls a send waits on.
+//   - settle: settle.go records one attempt's outcome; deliver_drain.go
+//     records a drained batch's successes.
 //
 // Around them: the resources (owner.go, endpoint.go, grant.go,
-// eventtype.go, apikey.go, session.go), a delivery's row and the log of
+// eventtype.go, apikey.go and its shared, cached lookups
+// apikey_lookup_cached.go, session.go), a delivery's row and the log of
 // them (delivery.go, delivery_log.go), River's tables (river.go), and the
-// connections (db.go, querier.go, foreground.go, migrate.go).
+// connections (db.go, querier.go, dialect.go, postgres*.go, sqlite*.go,
+// migrate.go).
 package store
 
 import (
@@ -29,17 +43,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"modernc.org/sqlite" // the embedded engine
 
 	"github.com/hookd/hookd/internal/audit"
 )
@@ -72,15 +79,23 @@ type Config struct {
 type DB struct {
 	Backend Backend
 	// Path is the SQLite file (empty for PostgreSQL).
-	Path   string
-	schema string
-	log    *slog.Logger
-	sqlDB  *sql.DB
-	ckpt   *checkpointer // SQLite files hookd opened: WAL checkpoints off the writers' path (checkpoint.go)
-	lock   *fileLock     // SQLite files hookd opened: the shared lock a restore waits for (sqlitelock.go)
+	Path string
+	log  *slog.Logger
+	// d is what differs between the engines (dialect.go).
+	d    dialect
+	base querier
+	// The SQLite part's: the one connection's database, and, for files
+	// hookd opened, WAL checkpoints off the writers' path
+	// (sqlite_checkpoint.go) and the shared lock a restore waits for
+	// (sqlite_lock.go).
+	sqlDB *sql.DB
+	ckpt  *checkpointer
+	lock  *fileLock
+	// The PostgreSQL part's: the pool, the API's own connections
+	// (postgres_foreground.go; nil: none) and the schema.
 	pool   *pgxpool.Pool
-	fgPool *pgxpool.Pool // the API's own connections (foreground.go); nil: none
-	base   querier
+	fgPool *pgxpool.Pool
+	schema string
 	jobs   JobClient
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
@@ -93,14 +108,8 @@ type DB struct {
 	// (CanInsertJobs), set by NewRiver.
 	jobsDirect bool
 	keys       keyLookups // API key lookups, shared by concurrent requests
-	keyCache   keyCache   // keys looked up before, for ops that confirm them (apikey_lookup.go)
+	keyCache   keyCache   // keys looked up before, for ops that confirm them (apikey_lookup_cached.go)
 }
-
-func newSQLiteDB(sqlDB *sql.DB, path string, log *slog.Logger) *DB {
-	return &DB{Backend: SQLite, Path: path, log: log, sqlDB: sqlDB, base: sqlQuerier{c: sqlDB}}
-}
-
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Open opens (but does not migrate) the database cfg names.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
@@ -119,166 +128,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	return openSQLite(ctx, path, log)
 }
 
-func openSQLite(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
-	var lock *fileLock
-	if !inMemory(path) {
-		var err error
-		if lock, err = lockShared(path); err != nil {
-			return nil, err
-		}
-	}
-	sqlDB, err := OpenSQLite(ctx, path)
-	if err != nil {
-		return nil, errors.Join(err, lock.Release())
-	}
-	db := newSQLiteDB(sqlDB, path, log)
-	db.lock = lock
-	db.ckpt = startCheckpointer(ctx, sqlDB, path, log)
-	return db, nil
-}
-
-// sqliteCacheKiB is the page cache of hookd's SQLite connection, in KiB.
-// SQLite's default is 2 MiB: once the delivery log outgrew it, the drains'
-// reads and settles read their index pages back from the file. With 16 MiB
-// a 100,000-delivery run (1,000 endpoints) delivered 1.2× as fast at 0.89×
-// the CPU, for 25–30 MB more peak RSS; 64 MiB gave 1.32× for 120 MB more
-// (performance-history.md, 2026-12-03).
-const sqliteCacheKiB = 16384
-
-// OpenSQLite opens the SQLite file at path the way hookd and River need it:
-// one connection (River's SQLite driver requires it), WAL for concurrent
-// readers of the file (e.g. `hookd apikey create` while serving), immediate
-// transactions so writers queue instead of failing, foreign keys for
-// cascades, a per-connection statement cache (CachingSQLiteDriver), and a
-// 16 MiB page cache (sqliteCacheKiB).
-func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-" + strconv.Itoa(sqliteCacheKiB) + ")&_txlock=immediate"
-	sqlDB, err := sql.Open(CachingSQLiteDriver, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	sqlDB.SetMaxOpenConns(1)
-	sqlDB.SetMaxIdleConns(1)
-	sqlDB.SetConnMaxLifetime(0)
-	if err := pingSQLite(ctx, sqlDB); err != nil {
-		_ = sqlDB.Close() // nothing was opened: the ping's error is the one to report
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	return sqlDB, nil
-}
-
-// urlHasParam reports whether a postgres:// URL sets query parameter name.
-func urlHasParam(rawURL, name string) bool {
-	u, err := url.Parse(rawURL)
-	return err == nil && u.Query().Has(name)
-}
-
-// pingSQLite opens the first connection, which runs the DSN's pragmas.
-// Switching a new file to WAL takes an exclusive lock that SQLite does not
-// wait for (busy_timeout does not apply), so two processes opening a new
-// file at once can get SQLITE_BUSY here: retry that for a few seconds.
-func pingSQLite(ctx context.Context, sqlDB *sql.DB) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := sqlDB.PingContext(ctx)
-		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-const sqliteBusy = 5 // SQLITE_BUSY, the primary code of every busy variant
-
-// DefaultMaxConns is the PostgreSQL pool's size when neither the URL nor
-// Config sets one: twice the CPUs Go may use, at least 4. A delivery holds
-// a connection only for its short queries, so a hundred workers share a
-// few; and more connections than that made everything slower, not faster:
-// on 2 cores, pools of 4, 8 and 20 delivered the breadth run at 5,466,
-// 4,580 and 3,691/s, and 20 put 0.7 s on the latency p99 (each new backend
-// loads its catalog caches and plans every statement afresh, and twenty of
-// them contend for two cores).
-func DefaultMaxConns() int32 { return int32(max(4, 2*runtime.GOMAXPROCS(0))) }
-
-func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error) {
-	pc, err := pgxpool.ParseConfig(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("parse database URL: %w", err)
-	}
-	switch {
-	case cfg.MaxConns > 0:
-		pc.MaxConns = cfg.MaxConns
-	case !urlHasParam(cfg.URL, "pool_max_conns"):
-		pc.MaxConns = DefaultMaxConns()
-	}
-	if pc.MaxConns < 2 {
-		return nil, fmt.Errorf("database pool of %d connections: hookd needs at least 2 (migrations hold one for their lock while running on another)", pc.MaxConns)
-	}
-	if cfg.Schema != "" {
-		if !schemaName.MatchString(cfg.Schema) {
-			return nil, fmt.Errorf("schema %q: use lowercase letters, digits and _", cfg.Schema)
-		}
-		pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	if cfg.Schema != "" {
-		if err := createSchema(ctx, pool, cfg.Schema); err != nil {
-			pool.Close()
-			return nil, err
-		}
-	}
-	fg, err := openForeground(ctx, pc)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	return &DB{Backend: Postgres, schema: cfg.Schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}}, nil
-}
-
-// createSchema creates schema if it is missing. IF NOT EXISTS is not safe
-// against a concurrent CREATE (several hookd processes starting on a new
-// database): the loser gets unique_violation on pg_namespace, or
-// duplicate_schema. Either means the schema now exists, which is all we want.
-func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	_, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P06") {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, err)
-	}
-	return nil
-}
-
 // Close closes the database. Stop River first.
-func (db *DB) Close() error {
-	if db.pool != nil {
-		if db.fgPool != nil {
-			db.fgPool.Close()
-		}
-		db.pool.Close()
-		return nil
-	}
-	if db.ckpt != nil {
-		if err := db.ckpt.close(); err != nil {
-			db.log.Warn("sqlite: close the checkpointer's connection", "error", err)
-		}
-	}
-	return errors.Join(db.sqlDB.Close(), db.lock.Release())
-}
+func (db *DB) Close() error { return db.d.close() }
 
 // SQLDB returns the SQLite *sql.DB (nil on PostgreSQL), for library users who
 // publish inside their own transactions.
@@ -287,49 +138,69 @@ func (db *DB) SQLDB() *sql.DB { return db.sqlDB }
 // Pool returns the PostgreSQL pool (nil on SQLite).
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-// Q returns the store's queries outside any transaction.
+// Q returns the store's queries outside any transaction, each statement
+// committed on its own.
 func (db *DB) Q() *Q { return &Q{db: db, querier: db.base} }
 
-// InTx runs fn in one transaction: committed if fn returns nil, rolled back
-// otherwise. Never call out over the network inside fn. When ctx carries an
-// op's pending audit record not yet written, it is written in this
-// transaction, before its commit (audit.go).
-func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
-	if db.pool != nil {
-		var pending *audit.Pending
-		err := classify(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			q := &Q{db: db, querier: pgQuerier{tx}, tx: tx}
-			if err := fn(q); err != nil {
-				return err
-			}
-			var err error
-			pending, err = q.writeAudit(ctx)
-			return err
-		}))
-		if err != nil {
-			pending.Untake()
-		}
-		return err
-	}
-	tx, err := db.sqlDB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	q := &Q{db: db, querier: sqlQuerier{c: tx}, tx: tx}
-	err = fn(q)
+// Relaxed returns the store's queries outside any transaction, each write
+// committed without waiting for its WAL flush on PostgreSQL (one round
+// trip, as a relaxed InTx would for one statement). For writes whose loss
+// in a database crash is safe: an attempt record (the delivery is sent
+// again), a claim (it expires or reverts: sent again), a lease release
+// (the lease expires after LeaseFor). Never for events, jobs or a lease
+// take. On SQLite it is Q.
+func (db *DB) Relaxed() *Q { return &Q{db: db, querier: db.d.relaxed()} }
+
+// TxOptions say what a transaction needs beyond an ordinary one. The zero
+// value is an ordinary transaction on the main connections.
+type TxOptions struct {
+	// Relaxed: the writes may be lost in a database crash without losing
+	// anything that matters, so on PostgreSQL the commit does not wait for
+	// its WAL flush (synchronous_commit off, for this transaction only).
+	// hookd uses it to settle delivery attempts and write fanouts: if
+	// PostgreSQL itself crashes, a "delivered" mark may roll back and that
+	// delivery is sent again (at-least-once); events are never written this
+	// way. On SQLite (WAL, synchronous=NORMAL) commits already skip the
+	// per-commit fsync. On PostgreSQL the transaction is pipelined
+	// (postgres_pipeline.go): BEGIN goes out with its first statement and
+	// the setting with its COMMIT, so neither costs a round trip of its own.
+	Relaxed bool
+	// Foreground: work a client is waiting for, which must not queue behind
+	// the delivery workers. On PostgreSQL it runs on the API's own
+	// connections (postgres_foreground.go), pipelined, and
+	// Q.InsertEventsAndCommit's statement goes out with its COMMIT. On
+	// SQLite, and on a pool the library user passed in, it is an ordinary
+	// transaction.
+	Foreground bool
+}
+
+// InTx runs fn in one transaction of the kind opts asks for: committed if
+// fn returns nil, rolled back otherwise. Never call out over the network
+// inside fn. When ctx carries an op's pending audit record not yet
+// written, it is written in this transaction, before its commit
+// (audit.go).
+func (db *DB) InTx(ctx context.Context, opts TxOptions, fn func(q *Q) error) error {
+	return db.d.inTx(ctx, opts, fn)
+}
+
+// runTx runs fn on q, inside a transaction the dialect began, writes the
+// op's pending audit record, and commits, or rolls back if either failed:
+// what every transaction of InTx does, whichever the engine.
+func (db *DB) runTx(ctx context.Context, q *Q, fn func(q *Q) error, commit, rollback func(context.Context) error) error {
+	err := fn(q)
 	var pending *audit.Pending
 	if err == nil {
 		pending, err = q.writeAudit(ctx)
 	}
 	if err != nil {
-		if rerr := tx.Rollback(); rerr != nil {
+		if rerr := rollback(ctx); rerr != nil {
 			// fn's error is the caller's answer; a failed rollback means the
 			// connection is in trouble, which the next statement will say too.
 			db.log.Warn("rollback after a failed transaction", "error", rerr, "cause", err)
 		}
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := commit(ctx); err != nil {
 		pending.Untake()
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -339,21 +210,7 @@ func (db *DB) InTx(ctx context.Context, fn func(q *Q) error) error {
 // WithTx wraps a transaction the caller opened on this database (a *sql.Tx
 // on SQLite, a pgx.Tx on PostgreSQL) so hookd writes inside it: the
 // transactional outbox of library mode.
-func (db *DB) WithTx(tx any) (*Q, error) {
-	switch t := tx.(type) {
-	case *sql.Tx:
-		if db.Backend != SQLite {
-			return nil, errors.New("a *sql.Tx was given, but hookd runs on PostgreSQL: pass a pgx.Tx")
-		}
-		return &Q{db: db, querier: sqlQuerier{c: t}, tx: t}, nil
-	case pgx.Tx:
-		if db.Backend != Postgres {
-			return nil, errors.New("a pgx.Tx was given, but hookd runs on SQLite: pass a *sql.Tx")
-		}
-		return &Q{db: db, querier: pgQuerier{t}, tx: t}, nil
-	}
-	return nil, fmt.Errorf("unsupported transaction type %T", tx)
-}
+func (db *DB) WithTx(tx any) (*Q, error) { return db.d.withTx(tx) }
 
 // Q runs hookd's queries on a connection or inside a transaction: its
 // methods write their SQL against the embedded querier (q.query, q.exec,
@@ -364,27 +221,13 @@ type Q struct {
 	tx any // the native transaction, nil outside one
 }
 
-// keyShare is the lock a foreign key's check takes on the parent row: it
-// keeps the row from being deleted (or its key changed) until the
-// transaction ends, and lets others read and lock it too. SQLite has one
-// writer at a time and no such clause.
-func (q *Q) keyShare() string {
-	if q.db.Backend == Postgres {
-		return ` FOR KEY SHARE`
-	}
-	return ``
-}
+// keyShare is the lock a foreign key's check takes on the parent row
+// (dialect.keyShare).
+func (q *Q) keyShare() string { return q.db.d.keyShare() }
 
-// skipLocked makes concurrent takers on PostgreSQL pass over rows another
-// taker is updating (a lease slot, a fresh delivery) and take the next free
-// one, instead of queueing on the same row and finding it gone. SQLite has
-// one writer at a time and no such clause.
-func (q *Q) skipLocked() string {
-	if q.db.Backend == Postgres {
-		return ` FOR UPDATE SKIP LOCKED`
-	}
-	return ``
-}
+// skipLocked makes concurrent takers pass over rows another taker is
+// updating (dialect.skipLocked).
+func (q *Q) skipLocked() string { return q.db.d.skipLocked() }
 
 // --- time and JSON columns ---
 
@@ -414,65 +257,11 @@ func NotFound(err error) bool { return errors.Is(err, errNoRows) }
 // ErrNotFound is returned (wrapped) when a row does not exist.
 var ErrNotFound = errNoRows
 
-// FromSQL wraps an SQLite *sql.DB the caller opened (library mode). It must
-// allow one open connection only, with foreign keys on and
-// _txlock=immediate, as Open configures it; opened with the
-// CachingSQLiteDriver driver name (instead of "sqlite") it compiles each
-// statement once.
-func FromSQL(sqlDB *sql.DB, log *slog.Logger) *DB {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return newSQLiteDB(sqlDB, "", log)
-}
-
-// FromPool wraps a PostgreSQL pool the caller opened (library mode); schema
-// may be empty (the pool's search_path decides).
-func FromPool(pool *pgxpool.Pool, schema string, log *slog.Logger) *DB {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &DB{Backend: Postgres, schema: schema, log: log, pool: pool, base: pgQuerier{pool}}
-}
-
 // Count runs a SELECT count(*) query (for tests and diagnostics).
 func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error) {
 	var n int
 	err := db.base.queryRow(ctx, query, args...).Scan(&n)
 	return n, err
-}
-
-// InTxRelaxed is InTx for writes that may be lost in a database crash
-// without losing anything that matters: on PostgreSQL the commit does not
-// wait for its WAL flush (synchronous_commit off, for this transaction
-// only). hookd uses it to settle delivery attempts: if PostgreSQL itself
-// crashes, a "delivered" mark may roll back and that delivery is sent again
-// (at-least-once); events and jobs are never written this way. On SQLite
-// (WAL, synchronous=NORMAL) commits already skip the per-commit fsync.
-//
-// On PostgreSQL the transaction is a pipeTx (pipeline.go): BEGIN goes out
-// with its first statement and the setting with its COMMIT, so neither
-// costs a round trip of its own (a fanout's transaction had four, and
-// three statements, of nothing but BEGIN, SET LOCAL and COMMIT).
-func (db *DB) InTxRelaxed(ctx context.Context, fn func(q *Q) error) error {
-	if db.pool == nil {
-		return db.InTx(ctx, fn)
-	}
-	return db.inPipeTx(ctx, db.pool, true, fn)
-}
-
-// Relaxed returns the store's queries outside any transaction, each write
-// committed without waiting for its WAL flush on PostgreSQL (one round
-// trip, as InTxRelaxed would for one statement). For writes whose loss in a
-// database crash is safe: an attempt record (the delivery is sent again),
-// a claim (it expires or reverts: sent again), a lease release (the lease
-// expires after LeaseFor). Never for events, jobs or a lease take. On
-// SQLite it is Q.
-func (db *DB) Relaxed() *Q {
-	if db.pool == nil {
-		return db.Q()
-	}
-	return &Q{db: db, querier: pgRelaxed{db.pool}}
 }
 
 // Ping checks that the database answers a query.

@@ -19,11 +19,11 @@ func TestEndpoints(t *testing.T) {
 		e1 := newEndpoint("acme", 1)
 		e1.GrantID = "code_1"
 		e1.EventTypes = []string{"invoice.*", "user.created"}
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e1) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e1) }))
 		e2 := newEndpoint("acme", 1)
 		e2.Enabled, e2.DisabledReason = false, "disabled by owner"
 		e2.CreatedAt = t0.Add(time.Second)
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e2) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e2) }))
 		eb := s.endpoint("beta", 1)
 
 		got, err := s.q.GetEndpoint(s.ctx, "acme", e1.ID)
@@ -73,7 +73,7 @@ func TestEndpoints(t *testing.T) {
 		e1.URL, e1.Description, e1.EventTypes = "https://example.com/v2", "new", []string{"*"}
 		e1.SecretSealed, e1.GrantID, e1.Enabled = []byte{9, 9}, "", false
 		e1.DisabledReason, e1.FailingSince, e1.MaxInFlight, e1.UpdatedAt = "why", &failing, 4, t0.Add(2*time.Hour)
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.UpdateEndpoint(s.ctx, e1) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.UpdateEndpoint(s.ctx, e1) }))
 		got, err = s.q.GetEndpoint(s.ctx, "acme", e1.ID)
 		must(t, err)
 		jsonEq(t, "after UpdateEndpoint", got, e1)
@@ -84,7 +84,7 @@ func TestEndpoints(t *testing.T) {
 			t.Fatalf("max_in_flight 4: %d lease slots", n)
 		}
 		e1.MaxInFlight = 2
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.UpdateEndpoint(s.ctx, e1) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.UpdateEndpoint(s.ctx, e1) }))
 		if n := s.count(`SELECT count(*) FROM hookd_endpoint_leases WHERE endpoint_id = $1 AND slot < 2`, e1.ID); n != 2 {
 			t.Fatalf("max_in_flight 2: slots 0 and 1 should remain, found %d", n)
 		}

@@ -64,43 +64,6 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 	return out, nil
 }
 
-// InsertEventsAndCommit is InsertEvents as the transaction's last write:
-// in a foreground transaction (InTxForeground on PostgreSQL) the last
-// statement and COMMIT go out in one round trip, and the earlier events of
-// repeated idempotency keys are read after the commit; elsewhere the
-// transaction commits when its function returns, as always. After it, q
-// runs each statement in a transaction of its own. A *CommitError means
-// the events may have committed: the caller must not publish them again.
-func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
-	tx, ok := q.tx.(*pipeTx)
-	if !ok || tx.relaxed || len(evs) == 0 { // events are never committed relaxed
-		return q.InsertEvents(ctx, evs)
-	}
-	cut := len(evs) - (len(evs)-1)%eventsPerStmt - 1 // the last statement's first event
-	out, err := q.InsertEvents(ctx, evs[:cut])
-	if err != nil {
-		return nil, err
-	}
-	last := evs[cut:]
-	st := insertEventsStmt(last, numbered) // a pipeTx: PostgreSQL
-	written := make(map[string]bool, len(last))
-	stmtErr, commitErr := tx.queryThenCommit(ctx, st.sql, st.args, func(r row) error {
-		id, err := scanOne[string](r)
-		written[id] = true
-		return err
-	})
-	if stmtErr != nil {
-		return nil, fmt.Errorf("insert events: %w", classify(stmtErr))
-	}
-	if commitErr != nil {
-		return nil, &CommitError{classify(commitErr)}
-	}
-	if out, err = q.inserted(ctx, out, last, written); err != nil {
-		return nil, &CommitError{err}
-	}
-	return out, nil
-}
-
 // eventsPerStmt is the most events one INSERT writes (11 parameters each).
 const eventsPerStmt = 200
 

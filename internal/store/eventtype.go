@@ -186,7 +186,7 @@ type PublishRules struct {
 // ReadPublishRules reads the rules of keys (distinct) and their owners'
 // endpoints, and confirms apiKeys (ids; see APIKeyByHashCached), in one
 // statement: in a group commit it is the transaction's first, and goes out
-// with BEGIN (pipeline.go). Each rule is TypeRule's. On PostgreSQL it locks
+// with BEGIN (postgres_pipeline.go). Each rule is TypeRule's. On PostgreSQL it locks
 // the owners' rows (FOR KEY SHARE) until the transaction ends: events have
 // no foreign key to their owner there (migration 011), and the lock is
 // what makes an owner's delete wait for the publish, then delete its

@@ -18,18 +18,7 @@ import (
 // it). ok=false: another transaction holds it — a fanout that took the
 // event along, which enqueues its deliveries when it commits.
 func (q *Q) LockEvent(ctx context.Context, id string) (ok bool, err error) {
-	if q.db.Backend != Postgres {
-		return true, nil
-	}
-	var got string
-	err = q.queryRow(ctx, lockEventSQL, id).Scan(&got)
-	if NotFound(err) {
-		return false, nil // locked (or pruned: the fanout finds it gone next time)
-	}
-	if err != nil {
-		return false, fmt.Errorf("lock event: %w", err)
-	}
-	return true, nil
+	return q.db.d.lockEvent(ctx, q, id)
 }
 
 // EndpointsWithDelivery returns which of endpointIDs already have a

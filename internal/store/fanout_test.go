@@ -67,7 +67,7 @@ func TestAwaitingFanoutConcurrent(t *testing.T) {
 				<-start
 				for {
 					var got []*event.Event
-					err := s.db.InTx(s.ctx, func(tx *store.Q) error {
+					err := s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 						var err error
 						if got, _, err = tx.AwaitingFanout(s.ctx, "acme", "", 3); err != nil {
 							return err
@@ -121,7 +121,7 @@ func TestInsertEvents(t *testing.T) {
 	}{
 		{"InsertEvents", func(s *bundle, evs []*event.Event) ([]store.Inserted, error) { return s.q.InsertEvents(s.ctx, evs) }},
 		{"InsertEventsAndCommit", func(s *bundle, evs []*event.Event) (res []store.Inserted, err error) {
-			err = s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+			err = s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 				res, err = q.InsertEventsAndCommit(s.ctx, evs)
 				return err
 			})
@@ -199,26 +199,26 @@ func TestForegroundTransaction(t *testing.T) {
 			return err
 		}
 		failed := errors.New("the caller's own failure")
-		if err := s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+		if err := s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 			if err := readThenJob(q); err != nil {
 				return err
 			}
 			return failed
 		}); !errors.Is(err, failed) {
-			t.Fatalf("InTxForeground = %v, want the function's error", err)
+			t.Fatalf("InTx(Foreground) = %v, want the function's error", err)
 		}
 		if n := s.count(`SELECT count(*) FROM river_job`); n != 0 {
 			t.Fatalf("%d jobs after a rolled-back transaction", n)
 		}
 
 		s.exec(`ALTER TABLE hookd_event_types RENAME TO hookd_event_types_away`)
-		if err := s.db.InTxForeground(s.ctx, readThenJob); err == nil {
+		if err := s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, readThenJob); err == nil {
 			t.Fatal("a failing first statement: no error")
 		}
 		s.exec(`ALTER TABLE hookd_event_types_away RENAME TO hookd_event_types`)
 
 		ev := newEvent("acme", "", t0)
-		must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 			if err := readThenJob(q); err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func TestForegroundTransaction(t *testing.T) {
 				evs[i] = newEvent("acme", "", t0.Add(time.Duration(i)*time.Microsecond))
 			}
 			var res []store.Inserted
-			must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) (err error) {
+			must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) (err error) {
 				res, err = q.InsertEventsAndCommit(s.ctx, evs)
 				return err
 			}))
@@ -271,7 +271,7 @@ func TestLockEvent(t *testing.T) {
 			return
 		}
 		release := s.holdEvent(e.ID)
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 			ok, err := tx.LockEvent(s.ctx, e.ID)
 			if err == nil && ok {
 				t.Error("an event another transaction holds was locked again")
@@ -287,7 +287,7 @@ func TestLockEvent(t *testing.T) {
 func (s *bundle) holdEvent(id string) (release func()) {
 	held, end, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
-		done <- s.db.InTx(s.ctx, func(tx *store.Q) error {
+		done <- s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 			if ok, err := tx.LockEvent(s.ctx, id); err != nil || !ok {
 				s.t.Errorf("first lock: ok %v err %v", ok, err)
 			}
@@ -316,7 +316,7 @@ func TestReadForFanout(t *testing.T) {
 		must(t, s.q.PutEventType(s.ctx, &event.Type{OwnerID: "other", Name: "order.paid", Exposure: event.Webhook, Scoped: true, CreatedAt: t0}))
 		on, off := s.endpoint("acme", 1), s.endpoint("acme", 1)
 		off.Enabled, off.DisabledReason = false, "disabled by owner"
-		must(t, s.db.InTx(s.ctx, func(q *store.Q) error { return q.UpdateEndpoint(s.ctx, off) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.UpdateEndpoint(s.ctx, off) }))
 		s.endpoint("other", 1)
 		ev := s.event("acme")
 
@@ -367,7 +367,7 @@ func TestTakeForFanout(t *testing.T) {
 		ids := []string{delivered.ID, busy.ID, idle.ID}
 
 		var take *store.FanoutTake
-		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) (err error) {
 			if take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now); err != nil {
 				return err
 			}
@@ -395,7 +395,7 @@ func TestTakeForFanout(t *testing.T) {
 			t.Fatal("the transaction's write after its reads did not commit")
 		}
 		// No endpoints: only the event and the others are read.
-		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) (err error) {
 			take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", nil, 10, now)
 			return err
 		}))
@@ -407,7 +407,7 @@ func TestTakeForFanout(t *testing.T) {
 			return
 		}
 		release := s.holdEvent(ev.ID)
-		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) (err error) {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) (err error) {
 			take, err = q.TakeForFanout(s.ctx, ev.ID, "acme", ids, 2, now)
 			return err
 		}))

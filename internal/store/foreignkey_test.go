@@ -79,7 +79,7 @@ func TestOwnerDeleteWaitsForPublish(t *testing.T) {
 	defer released.Do(func() { close(release) })
 	published := make(chan error, 1)
 	go func() {
-		published <- s.db.InTx(s.ctx, func(q *store.Q) error {
+		published <- s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 			read, err := q.ReadPublishRules(s.ctx, []store.OwnerType{{Owner: "acme", Type: ev.Type}}, nil)
 			if err != nil {
 				return err
@@ -97,7 +97,9 @@ func TestOwnerDeleteWaitsForPublish(t *testing.T) {
 	}()
 	<-locked
 	deleted := make(chan error, 1)
-	go func() { deleted <- s.db.InTx(s.ctx, func(q *store.Q) error { return q.DeleteOwner(s.ctx, "acme") }) }()
+	go func() {
+		deleted <- s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.DeleteOwner(s.ctx, "acme") })
+	}()
 
 	// The delete waits on the publish's lock: a backend deleting an owner,
 	// blocked by the one in the publish's open transaction.
@@ -155,7 +157,7 @@ func TestOrphanDeliveryDropped(t *testing.T) {
 	gone := s.endpoint("acme", 1)
 	kept := s.endpoint("acme", 1)
 	ev := s.event("acme")
-	must(t, s.db.InTx(s.ctx, func(q *store.Q) error { return q.DeleteEndpoint(s.ctx, "acme", gone.ID) }))
+	must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.DeleteEndpoint(s.ctx, "acme", gone.ID) }))
 	s.deliveries(newDelivery("acme", gone.ID, ev.ID, t0), newDelivery("acme", kept.ID, ev.ID, t0))
 
 	must(t, s.q.DropOrphanDelivery(s.ctx, kept.ID, ev.ID))

@@ -24,10 +24,11 @@ const migrateLockID = 0x686f6f6b64 // "hookd"
 // several processes may run it at once on one database: on PostgreSQL an
 // advisory lock makes them take turns, on SQLite one IMMEDIATE transaction
 // (the file's write lock) does; each applies only what is missing.
-func (db *DB) Migrate(ctx context.Context) error {
-	if db.pool == nil {
-		return db.migrateSQLite(ctx)
-	}
+func (db *DB) Migrate(ctx context.Context) error { return db.d.migrate(ctx) }
+
+// migratePostgres runs River's migrations, then hookd's, each in
+// transactions of their own, under an advisory lock.
+func (db *DB) migratePostgres(ctx context.Context) error {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -45,7 +46,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate river: %w", err)
 	}
-	applied, err := db.migrateHookd(ctx, db.InTx)
+	applied, err := db.migrateHookd(ctx, func(ctx context.Context, fn func(*Q) error) error { return db.InTx(ctx, TxOptions{}, fn) })
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (db *DB) migrateSQLite(ctx context.Context) error {
 		res     *rivermigrate.MigrateResult
 		applied []int
 	)
-	err := db.InTx(ctx, func(q *Q) error {
+	err := db.InTx(ctx, TxOptions{}, func(q *Q) error {
 		m, err := rivermigrate.New(riversqlite.New(db.sqlDB), &rivermigrate.Config{Logger: db.quietLog()})
 		if err != nil {
 			return fmt.Errorf("migrate river: %w", err)

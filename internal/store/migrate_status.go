@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
 
@@ -94,15 +92,7 @@ type riverMigrations interface {
 // riverMigrator returns River's migrator on this database.
 func (db *DB) riverMigrator() (riverMigrations, error) {
 	cfg := &rivermigrate.Config{Schema: db.schema, Logger: db.quietLog()}
-	var (
-		m   riverMigrations
-		err error
-	)
-	if db.pool != nil {
-		m, err = rivermigrate.New(riverpgxv5.New(db.pool), cfg)
-	} else {
-		m, err = rivermigrate.New(riversqlite.New(db.sqlDB), cfg)
-	}
+	m, err := db.d.riverMigrator(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("river migrator: %w", err)
 	}
@@ -192,10 +182,7 @@ func (db *DB) hookdMigrationStates(ctx context.Context) ([]Migration, error) {
 // appliedHookdMigrations returns when each recorded hookd migration was
 // applied (none on a database hookd never migrated).
 func (db *DB) appliedHookdMigrations(ctx context.Context) (map[int]int64, error) {
-	exists := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'hookd_migrations'`
-	if db.pool != nil {
-		exists = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'hookd_migrations'`
-	}
+	exists := db.d.tableExists(`hookd_migrations`)
 	var n int
 	if err := db.base.queryRow(ctx, exists).Scan(&n); err != nil {
 		return nil, fmt.Errorf("read applied migrations: %w", err)

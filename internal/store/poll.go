@@ -172,13 +172,7 @@ func (q *Q) AppendPollMessages(ctx context.Context, msgs []PollMessage) error {
 	if _, err := q.exec(ctx, b.String(), args...); err != nil {
 		return fmt.Errorf("write poll messages: %w", err)
 	}
-	if q.db.Backend != Postgres {
-		return nil
-	}
-	if _, err := q.exec(ctx, `SELECT pg_notify('`+PollChannel+`', $1)`, strings.Join(ids, ",")); err != nil {
-		return fmt.Errorf("notify pollers: %w", err)
-	}
-	return nil
+	return q.db.d.notifyPollers(ctx, q, strings.Join(ids, ","))
 }
 
 // Polled is one message read for a poll: its number and id, the event

@@ -21,7 +21,7 @@ func TestPollMessages(t *testing.T) {
 		s.owner("acme")
 		ep := newEndpoint("acme", 1)
 		ep.Kind, ep.URL = endpoint.KindPoll, ""
-		must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 			if err := q.CreateEndpoint(s.ctx, ep); err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ func TestPollMessages(t *testing.T) {
 				for _, e := range evs[g*5 : g*5+5] {
 					msgs = append(msgs, store.PollMessage{EndpointID: ep.ID, ID: event.NewID("dlv_", t0), EventID: e.ID, CreatedAt: e.CreatedAt.UnixMicro()})
 				}
-				errs <- s.db.InTx(s.ctx, func(q *store.Q) error { return q.AppendPollMessages(s.ctx, msgs) })
+				errs <- s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.AppendPollMessages(s.ctx, msgs) })
 			}()
 		}
 		wg.Wait()
@@ -57,7 +57,7 @@ func TestPollMessages(t *testing.T) {
 			must(t, err)
 		}
 		// A fanout run again writes nothing (one message per event).
-		must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 			return q.AppendPollMessages(s.ctx, []store.PollMessage{{EndpointID: ep.ID, ID: "dlv_again", EventID: evs[0].ID, CreatedAt: t0.UnixMicro()}})
 		}))
 		all, err := s.q.ReadPollMessages(s.ctx, ep.ID, 0, 100)

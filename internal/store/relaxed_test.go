@@ -27,7 +27,7 @@ func TestInTxRelaxed(t *testing.T) {
 			_, err := q.Exec(s.ctx, `INSERT INTO relaxed_rows (id) VALUES ($1)`, id)
 			return err
 		}
-		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 			if err := insert(q, "a"); err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func TestInTxRelaxed(t *testing.T) {
 				t.Fatalf("synchronous_commit at the relaxed commit: %v, want off for both rows", settings)
 			}
 			// An ordinary transaction still waits for its flush.
-			must(t, s.db.InTx(s.ctx, func(q *store.Q) error { return insert(q, "c") }))
+			must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return insert(q, "c") }))
 			var last string
 			must(t, s.db.Pool().QueryRow(s.ctx, `SELECT setting FROM relaxed_seen ORDER BY ctid DESC LIMIT 1`).Scan(&last))
 			if last == "off" {
@@ -61,17 +61,17 @@ func TestInTxRelaxed(t *testing.T) {
 
 		// The function fails after a write: nothing stays.
 		boom := errors.New("boom")
-		err := s.db.InTxRelaxed(s.ctx, func(q *store.Q) error {
+		err := s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 			if err := insert(q, "d"); err != nil {
 				return err
 			}
 			return boom
 		})
 		if !errors.Is(err, boom) {
-			t.Fatalf("InTxRelaxed = %v, want the function's error", err)
+			t.Fatalf("InTx(Relaxed) = %v, want the function's error", err)
 		}
 		// A statement fails (a repeated key) after one that wrote.
-		if err := s.db.InTxRelaxed(s.ctx, func(q *store.Q) error {
+		if err := s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 			if err := insert(q, "e"); err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func TestInTxRelaxed(t *testing.T) {
 			t.Fatalf("%d rows of failed relaxed transactions stayed, want 0", n)
 		}
 		// The connection is clean for the next one.
-		must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) error { return insert(q, "f") }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error { return insert(q, "f") }))
 		if n := s.count(`SELECT count(*) FROM relaxed_rows`); n != 3 {
 			t.Fatalf("%d rows, want 3 (a, b, f)", n)
 		}

@@ -21,7 +21,7 @@ import (
 func (db *DB) RetryNow(ctx context.Context, endpointID string, now int64) (int, error) {
 	// A transaction of its own, for the op's audit record (InTx).
 	var moved []int64
-	err := db.InTx(ctx, func(q *Q) error {
+	err := db.InTx(ctx, TxOptions{}, func(q *Q) error {
 		var err error
 		moved, err = collect(ctx, q.querier, scanOne[int64], `UPDATE hookd_deliveries SET next_attempt_at = $2, updated_at = $2
 		WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > $2 RETURNING job_id`, endpointID, now)

@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -40,26 +38,9 @@ func (c riverClient[TTx]) insertManyTx(ctx context.Context, tx any, params []riv
 // store's transactions can insert jobs (Q.InsertJobs). A config with no
 // Workers/Queues gives an insert-only client (an API-only node).
 func (db *DB) NewRiver(cfg *river.Config) (JobClient, error) {
-	var q JobClient
-	if db.pool != nil {
-		cfg.Schema = db.schema
-		drv := riverpgxv5.New(db.pool)
-		c, err := river.NewClient(drv, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("river: %w", err)
-		}
-		q = riverClient[pgx.Tx]{c}
-		db.notifyQueue = notifyInsert(drv.GetExecutor(), db.schema)
-	} else {
-		drv := riversqlite.New(db.sqlDB)
-		c, err := river.NewClient(drv, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("river: %w", err)
-		}
-		q = riverClient[*sql.Tx]{c}
-		db.notifyTx = func(ctx context.Context, tx *sql.Tx, queues []string) error {
-			return insertNotification(ctx, drv.UnwrapExecutor(tx), "", queues)
-		}
+	q, err := db.d.newRiver(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// Nothing of the client's would run on an insert: no middleware,
 	// hooks or plugins (hookd's tracing adds otelriver's middleware).
@@ -88,25 +69,20 @@ func RiverClient(q JobClient) any {
 // *river.Client[pgx.Tx] on PostgreSQL or a *river.Client[*sql.Tx] on
 // SQLite.
 func (db *DB) UseRiver(client any) (JobClient, error) {
-	var q JobClient
-	switch c := client.(type) {
-	case *river.Client[pgx.Tx]:
-		if db.Backend != Postgres {
-			return nil, errors.New("a River client on pgx was given, but hookd runs on SQLite: pass your *river.Client[*sql.Tx] (riversqlite)")
-		}
-		q = riverClient[pgx.Tx]{c}
-	case *river.Client[*sql.Tx]:
-		if db.Backend != SQLite {
-			return nil, errors.New("a River client on database/sql was given, but hookd runs on PostgreSQL: pass your *river.Client[pgx.Tx] (riverpgxv5)")
-		}
-		q = riverClient[*sql.Tx]{c}
-	case nil:
+	if client == nil {
 		return nil, errors.New("no River client given")
-	default:
-		return nil, fmt.Errorf("unsupported River client %T: pass a *river.Client[pgx.Tx] (PostgreSQL) or *river.Client[*sql.Tx] (SQLite)", client)
+	}
+	q, err := db.d.useRiver(client)
+	if err != nil {
+		return nil, err
 	}
 	db.jobs, db.jobsDirect = q, false
 	return q, nil
+}
+
+// errUnsupportedRiver is UseRiver's answer to a client of neither engine.
+func errUnsupportedRiver(client any) error {
+	return fmt.Errorf("unsupported River client %T: pass a *river.Client[pgx.Tx] (PostgreSQL) or *river.Client[*sql.Tx] (SQLite)", client)
 }
 
 // JobMetadata returns the metadata of River jobs by id (those that exist),
@@ -117,10 +93,7 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 	if len(ids) == 0 {
 		return out, nil
 	}
-	col := `metadata`
-	if q.db.Backend != Postgres {
-		col = `json(metadata)` // River's SQLite schema stores it as JSONB: read it back as JSON text
-	}
+	col := q.db.d.jsonText(`metadata`)
 	type jobMeta struct {
 		id   int64
 		meta []byte
@@ -142,8 +115,8 @@ func (q *Q) JobMetadata(ctx context.Context, ids []int64) (map[int64][]byte, err
 // its own statement (deleteJobsStmt) and sends River's insert notification
 // itself (notifyInsert, insertNotification), both here, and writes River's
 // job rows itself: a publish's fanout jobs on PostgreSQL (fanoutJobsCTE,
-// expected.go) and a fanout's deliver jobs on both engines
-// (fanoutWriteStmt and sqliteJobRows, fanout_write.go). Each relies on
+// publish_onetrip.go) and a fanout's deliver jobs on both engines
+// (fanoutWriteStmt and sqliteJobRows, fanout_write_batch.go). Each relies on
 // River internals that a River upgrade may change; each names the version
 // it was checked against and the test that fails if River changes.
 
@@ -185,7 +158,7 @@ func insertNotification(ctx context.Context, exec riverdriver.Executor, schema s
 // id and state, and JobDeleteMany spares state 'running' the same way
 // (dbsqlc/river_job.sql of riverpgxv5 and riversqlite). Guarded by
 // TestDeleteJobs (river_test.go: a running job survives, the others go)
-// and TestRecordDrained (drain_test.go).
+// and TestRecordDrained (deliver_drain_test.go).
 func deleteJobsStmt(ids []int64) stmt {
 	return stmt{`DELETE FROM river_job WHERE state <> 'running' AND id IN (` + placeholders(1, len(ids)) + `)`, anys(ids)}
 }

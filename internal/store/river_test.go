@@ -29,7 +29,7 @@ func TestInsertJobsInTx(t *testing.T) {
 		jobs := func() int { return s.count(`SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()) }
 		events := func() int { return s.count(`SELECT count(*) FROM hookd_events`) }
 		publish := func(fail error) error {
-			return s.db.InTx(s.ctx, func(tx *store.Q) error {
+			return s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 				ev := newEvent("acme", "", t0)
 				ev.ID = event.NewID("evt_", t0)
 				if _, _, err := tx.InsertEvent(s.ctx, ev); err != nil {
@@ -79,7 +79,7 @@ func TestDeleteJobs(t *testing.T) {
 	setup(t, func(t *testing.T, s *bundle) {
 		ids := s.jobs(3)
 		s.exec(`UPDATE river_job SET state = 'running', attempted_at = created_at, attempt = 1 WHERE id = $1`, ids[1])
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.DeleteJobs(s.ctx, ids) }))
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.DeleteJobs(s.ctx, ids) }))
 		if n := s.count(`SELECT count(*) FROM river_job WHERE kind = $1`, outboxArgs{}.Kind()); n != 1 {
 			t.Fatalf("%d jobs left, want 1 (the running one)", n)
 		}
@@ -116,7 +116,7 @@ func TestWakeNextFreshNotifies(t *testing.T) {
 	t.Cleanup(func() { must(t, queue.Stop(context.Background())) })
 	insert := func(eventID string, at time.Time) int64 {
 		var id int64
-		must(t, db.InTx(ctx, func(q *store.Q) error {
+		must(t, db.InTx(ctx, store.TxOptions{}, func(q *store.Q) error {
 			res, err := q.InsertJobs(ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: eventID}, InsertOpts: &river.InsertOpts{Queue: "wake", ScheduledAt: at}}})
 			if err == nil {
 				id = res[0].Job.ID

@@ -95,7 +95,7 @@ func newEndpoint(ownerID string, maxInFlight int) *endpoint.Endpoint {
 func (s *bundle) endpoint(ownerID string, maxInFlight int) *endpoint.Endpoint {
 	s.t.Helper()
 	e := newEndpoint(ownerID, maxInFlight)
-	must(s.t, s.db.InTx(s.ctx, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e) }))
+	must(s.t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e) }))
 	return e
 }
 
@@ -151,7 +151,7 @@ func (s *bundle) jobs(n int) []int64 {
 		params[i] = river.InsertManyParams{Args: outboxArgs{EventID: fmt.Sprint(i)}}
 	}
 	var ids []int64
-	must(s.t, s.db.InTx(s.ctx, func(tx *store.Q) error {
+	must(s.t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 		res, err := tx.InsertJobs(s.ctx, params)
 		for _, r := range res {
 			ids = append(ids, r.Job.ID)

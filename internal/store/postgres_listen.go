@@ -14,9 +14,11 @@ import (
 // wake every poll) and listens again after a second. On SQLite it returns
 // at once: a fanout wakes its own process's polls (one process).
 func (db *DB) ListenPoll(ctx context.Context, wake func(endpointIDs []string), lost func()) {
-	if db.Backend != Postgres {
-		return
-	}
+	db.d.listenPoll(ctx, wake, lost)
+}
+
+func (d pgDialect) listenPoll(ctx context.Context, wake func(endpointIDs []string), lost func()) {
+	db := d.db
 	for ctx.Err() == nil {
 		err := db.listenPoll(ctx, wake)
 		if ctx.Err() != nil {

@@ -11,10 +11,18 @@ import (
 	"github.com/hookd/hookd/internal/event"
 )
 
+// Speeds up: publish (event.go). The plain path: InsertEvents and
+// ReadPublishRules in an ordinary transaction, its BEGIN, each statement
+// and its COMMIT a round trip each. Here: on PostgreSQL the last insert
+// goes out with COMMIT (InsertEventsAndCommit), and when the rules are as
+// the caller expects, rules, jobs and events in one statement with BEGIN
+// and COMMIT (InsertExpectedAndCommit). Elsewhere both fall back to the
+// plain path.
+
 // A group commit of single publishes reads its types' rules and which of
 // its owners have endpoints (ReadPublishRules), inserts the fanout jobs of
 // the subscribed owners' events through River, then inserts the events:
-// on PostgreSQL three round trips (pipeline.go), each of which, on a
+// on PostgreSQL three round trips (postgres_pipeline.go), each of which, on a
 // machine that is also delivering, waits for a PostgreSQL backend to be
 // scheduled. The read's answer is, almost always, what the last publish of
 // the same types read. So when the publishes' caller expects that answer
@@ -29,6 +37,43 @@ import (
 // River's client (fanoutJobsCTE): one of the places hookd reaches past
 // River's client (listed above notifyInsert, river.go), allowed only where nothing
 // of River's client would have run on the insert (CanInsertJobs).
+
+// InsertEventsAndCommit is InsertEvents as the transaction's last write:
+// in a foreground transaction (InTx with TxOptions.Foreground on PostgreSQL) the last
+// statement and COMMIT go out in one round trip, and the earlier events of
+// repeated idempotency keys are read after the commit; elsewhere the
+// transaction commits when its function returns, as always. After it, q
+// runs each statement in a transaction of its own. A *CommitError means
+// the events may have committed: the caller must not publish them again.
+func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]Inserted, error) {
+	tx, ok := q.tx.(*pipeTx)
+	if !ok || tx.relaxed || len(evs) == 0 { // events are never committed relaxed
+		return q.InsertEvents(ctx, evs)
+	}
+	cut := len(evs) - (len(evs)-1)%eventsPerStmt - 1 // the last statement's first event
+	out, err := q.InsertEvents(ctx, evs[:cut])
+	if err != nil {
+		return nil, err
+	}
+	last := evs[cut:]
+	st := insertEventsStmt(last, numbered) // a pipeTx: PostgreSQL
+	written := make(map[string]bool, len(last))
+	stmtErr, commitErr := tx.queryThenCommit(ctx, st.sql, st.args, func(r row) error {
+		id, err := scanOne[string](r)
+		written[id] = true
+		return err
+	})
+	if stmtErr != nil {
+		return nil, fmt.Errorf("insert events: %w", classify(stmtErr))
+	}
+	if commitErr != nil {
+		return nil, &CommitError{classify(commitErr)}
+	}
+	if out, err = q.inserted(ctx, out, last, written); err != nil {
+		return nil, &CommitError{err}
+	}
+	return out, nil
+}
 
 // Expected is what a caller of InsertExpectedAndCommit expects of one
 // (owner, type) of its events: the type's Rule, and the owner existing,
@@ -220,7 +265,7 @@ func (q *Q) expectedInsertStmt(evs []*event.Event, jobs []*Job, expect []Expecte
 // against River v0.51.2 (riverpgxv5's JobInsertFastMany: an id from
 // river_job_id_seq, created_at and scheduled_at now(), metadata '{}',
 // tags '{}', state 'available'). Guarded by TestInsertExpectedJobs
-// (expected_test.go), which has River's own client run the job, and
+// (publish_onetrip_test.go), which has River's own client run the job, and
 // TestExpectedGroupFansOut (delivery).
 func fanoutJobsCTE(sb *strings.Builder, args []any, evs []*event.Event, jobs []*Job) ([]any, []string) {
 	var queues []string

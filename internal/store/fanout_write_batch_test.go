@@ -43,7 +43,7 @@ func testWriteFanout(t *testing.T, s *bundle) {
 	// The fanout jobs: one of the taken-along event's (deleted), one running
 	// (spared), both in a queue nothing works.
 	gone, running := s.jobs(2)[0], int64(0)
-	must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 		res, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: "running"}}})
 		if err == nil {
 			running = res[0].Job.ID
@@ -74,14 +74,14 @@ func testWriteFanout(t *testing.T, s *bundle) {
 
 	if pg {
 		// Not in a relaxed transaction: nothing is sent.
-		must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 			if done, err := q.WriteFanoutAndCommit(s.ctx, w); done || err != nil {
 				t.Errorf("in a plain transaction: done %v, err %v; want false, nil", done, err)
 			}
 			return nil
 		}))
 	}
-	must(t, s.db.InTxRelaxed(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{Relaxed: true}, func(q *store.Q) error {
 		take, err := q.TakeForFanout(s.ctx, ev.ID, "acme", []string{won.ID, one.ID, two.ID}, 10, 0)
 		if err != nil || !take.Locked {
 			t.Fatalf("take: %+v, %v", take, err)

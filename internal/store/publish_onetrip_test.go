@@ -20,7 +20,7 @@ import (
 
 // InsertExpectedAndCommit writes a group commit's events in one round
 // trip only if the rules it reads in that statement are the ones expected
-// (expected.go). These tests prove the statement writes when they are, and
+// (publish_onetrip.go). These tests prove the statement writes when they are, and
 // writes nothing when any one of them is not, leaving the transaction
 // able to go on the usual way.
 
@@ -40,7 +40,7 @@ func expectedBundle(t *testing.T) (*bundle, []store.Expected) {
 // insertExpected runs InsertExpectedAndCommit as a group commit does, then
 // (not held) then's statements in what follows of the transaction.
 func (s *bundle) insertExpected(evs []*event.Event, jobs []*store.Job, expect []store.Expected, keys []string, then func(q *store.Q) error) (res []store.Inserted, held bool, err error) {
-	err = s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+	err = s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		if !q.CanInsertExpected() {
 			s.t.Fatal("a fresh foreground transaction on PostgreSQL cannot send the one-round-trip insert")
 		}
@@ -101,7 +101,7 @@ func TestInsertExpectedMisses(t *testing.T) {
 		{"the last endpoint disabled", func(s *bundle, expect []store.Expected) ([]store.Expected, []string) {
 			ep := s.endpoint("acme", 1)
 			ep.Enabled, ep.DisabledReason = false, "disabled by owner"
-			must(s.t, s.db.InTx(s.ctx, func(q *store.Q) error { return q.UpdateEndpoint(s.ctx, ep) }))
+			must(s.t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.UpdateEndpoint(s.ctx, ep) }))
 			expect[0].Subscribed = true
 			return expect, nil
 		}},
@@ -117,7 +117,7 @@ func TestInsertExpectedMisses(t *testing.T) {
 			return []store.Expected{{OwnerType: expect[0].OwnerType, Rule: store.Rule{Exposure: event.Internal}}}, nil
 		}},
 		{"the owner deleted", func(s *bundle, expect []store.Expected) ([]store.Expected, []string) {
-			must(s.t, s.db.InTx(s.ctx, func(q *store.Q) error { return q.DeleteOwner(s.ctx, "acme") }))
+			must(s.t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error { return q.DeleteOwner(s.ctx, "acme") }))
 			return expect, nil
 		}},
 		{"the key revoked", func(s *bundle, expect []store.Expected) ([]store.Expected, []string) {
@@ -160,7 +160,7 @@ func TestInsertExpectedSQLite(t *testing.T) {
 	s := newBundle(t, dbtest.Open(t, dbtest.SQLite(t)))
 	s.owner("acme")
 	k := store.OwnerType{Owner: "acme", Type: "invoice.paid"}
-	must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		if q.CanInsertExpected() {
 			t.Error("SQLite offers the one-round-trip insert")
 		}
@@ -187,7 +187,7 @@ func TestExpectedInsertWaitsForOwnerDelete(t *testing.T) {
 	defer released.Do(func() { close(release) })
 	deleted := make(chan error, 1)
 	go func() {
-		deleted <- s.db.InTx(s.ctx, func(q *store.Q) error {
+		deleted <- s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 			if err := q.DeleteOwner(s.ctx, "acme"); err != nil {
 				return err
 			}
@@ -256,7 +256,7 @@ func workingRiver[T river.JobArgs](s *bundle, queue string, warm T, say func(T) 
 	must(t, err)
 	must(t, client.Start(s.ctx))
 	t.Cleanup(func() { must(t, client.Stop(context.Background())) })
-	must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 		_, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: warm, InsertOpts: &river.InsertOpts{Queue: queue}}})
 		return err
 	}))
@@ -285,7 +285,7 @@ func awaitWorked(s *bundle, worked chan string, n int) map[string]bool {
 
 // TestInsertExpectedJobs: to a subscribed owner, the statement writes each
 // event's River job itself, as River's InsertManyTx would have (the third
-// place hookd reaches past River's client, expected.go): River's own
+// place hookd reaches past River's client, publish_onetrip.go): River's own
 // client reads the job back and works it, woken by the statement's
 // notification alone (its poll is an hour apart). An event repeating a
 // stored idempotency key gets no job, an event without one none, and two
@@ -309,7 +309,7 @@ func TestInsertExpectedJobs(t *testing.T) {
 	// Two events of one key, one with a job: which one INSERT writes is
 	// not known, so nothing is sent.
 	twice := []*event.Event{newEvent("acme", "k2", t0), newEvent("acme", "k2", t0)}
-	must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		_, held, err := q.InsertExpectedAndCommit(s.ctx, twice, []*store.Job{job(twice[0]), nil}, expect, nil)
 		if held || err != nil {
 			t.Errorf("one key twice: held %v, err %v; want false, nil", held, err)
@@ -391,7 +391,7 @@ func TestInsertExpectedJobsNeedOwnClient(t *testing.T) {
 	} {
 		must(t, tc.client())
 		ev := newEvent("acme", "", t0)
-		must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 			if q.CanInsertJobs() {
 				t.Errorf("%s: the store may write River's rows", tc.name)
 			}
@@ -406,7 +406,7 @@ func TestInsertExpectedJobsNeedOwnClient(t *testing.T) {
 		t.Errorf("%d events stored, want none", n)
 	}
 	must(t, func() error { _, err := s.db.NewRiver(&river.Config{}); return err }())
-	must(t, s.db.InTxForeground(s.ctx, func(q *store.Q) error {
+	must(t, s.db.InTx(s.ctx, store.TxOptions{Foreground: true}, func(q *store.Q) error {
 		if !q.CanInsertJobs() {
 			t.Error("hookd's own client without middleware: the store may not write River's rows")
 		}

@@ -53,7 +53,7 @@ func TestAPIKeyLookupsShared(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		must(t, s.db.InTx(s.ctx, func(tx *store.Q) error {
+		must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error {
 			if err := tx.RevokeAPIKey(s.ctx, "acme", "key_5", ts(t0.Add(day))); err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// A transaction on the API's own connections (InTxForeground) is a group
+// A transaction on the API's own connections (InTx with TxOptions.Foreground) is a group
 // commit of single publishes that many callers wait for, and on a busy
 // 2-core machine its round trips, not its statements, were what it took:
 // BEGIN, the type rules, the insert and COMMIT each waited on the network
@@ -29,7 +29,7 @@ type pipeTx struct {
 	// begun: BEGIN was sent; done: COMMIT or ROLLBACK was, and statements
 	// now run on the connection alone, each its own implicit transaction.
 	begun, done bool
-	// relaxed: the commit does not wait for its WAL flush (DB.InTxRelaxed):
+	// relaxed: the commit does not wait for its WAL flush (DB.InTx, TxOptions.Relaxed):
 	// set_config goes out with COMMIT, which is when PostgreSQL reads it.
 	relaxed bool
 }

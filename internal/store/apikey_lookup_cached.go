@@ -11,6 +11,12 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 )
 
+// Speeds up: looking an API key up (apikey.go, APIKeyByHash). The plain
+// path: one query per request. Here: outside a transaction on an engine
+// whose queries are round trips, concurrent lookups share one query; and
+// APIKeyByHashCached answers from the keys this process read before, for
+// ops that confirm the key in their own transaction.
+
 // Every API request looks its key up, and once single publishes share
 // their commits (internal/delivery's group commit) that lookup is the one
 // round trip each request still makes alone: under 32 concurrent
@@ -75,7 +81,7 @@ func (db *DB) keysByHash(ctx context.Context, ls []*keyLookup) (map[string]*owne
 	for i, l := range ls {
 		args[i] = l.hash
 	}
-	keys, err := collect(ctx, db.foreground(), scanAPIKey, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
+	keys, err := collect(ctx, db.d.foreground(), scanAPIKey, `SELECT `+apiKeyCols+` FROM hookd_api_keys WHERE hash IN (`+placeholders(1, len(ls))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("api key lookup: %w", err)
 	}

@@ -263,7 +263,7 @@ func TestWakeDeferred(t *testing.T) {
 		var ds []*endpoint.Delivery
 		for i, name := range []string{"ran", "deferred", "newer"} {
 			d := newDelivery("acme", ep.ID, s.event("acme").ID, t0.Add(time.Duration(i)*time.Millisecond))
-			must(t, s.db.InTx(s.ctx, func(q *store.Q) error {
+			must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
 				res, err := q.InsertJobs(s.ctx, []river.InsertManyParams{{Args: outboxArgs{EventID: name}, InsertOpts: &river.InsertOpts{ScheduledAt: later}}})
 				if err == nil {
 					d.JobID = res[0].Job.ID
