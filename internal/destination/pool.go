@@ -43,10 +43,12 @@ type conn interface {
 
 // dialers opens a connection per kind.
 var dialers = map[string]func(ctx context.Context, d *Dest, dial *net.Dialer) (conn, error){
-	KindAMQP:  dialAMQP,
-	KindNATS:  dialNATS,
-	KindRedis: dialRedis,
-	KindKafka: dialKafka,
+	KindAMQP:   dialAMQP,
+	KindNATS:   dialNATS,
+	KindRedis:  dialRedis,
+	KindKafka:  dialKafka,
+	KindSQS:    dialSQS,
+	KindPubSub: dialPubSub,
 }
 
 // ErrPoolFull is a send refused because MaxConns connections are open and
