@@ -2,6 +2,7 @@ package destination
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -33,9 +34,13 @@ func dialAMQP(ctx context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 	u := *d.URL
 	u.RawQuery = "" // hookd's parameters, not the client's
 	c, err := amqp.DialConfig(u.String(), amqp.Config{
-		Dial: func(network, addr string) (net.Conn, error) { return dial.DialContext(ctx, network, addr) },
+		Dial:            func(network, addr string) (net.Conn, error) { return dial.DialContext(ctx, network, addr) },
+		TLSClientConfig: &tls.Config{RootCAs: d.roots, ServerName: d.URL.Hostname(), MinVersion: tls.VersionTLS12}, // amqps:// only
 	})
 	if err != nil {
+		if e := tlsError(err); e != "" {
+			return nil, fmt.Errorf("RabbitMQ connect: %s", e)
+		}
 		return nil, amqpError("connect", err)
 	}
 	return &amqpConn{c: c}, nil

@@ -2,6 +2,7 @@ package destination
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -58,6 +59,12 @@ type Dest struct {
 	Ordered        bool
 	ServiceAccount []byte
 	Plaintext      bool
+	// TLS: NATS over TLS (?tls=true; amqps:// and rediss:// say it by
+	// their scheme).
+	TLS bool
+	// roots are the CAs a broker's certificate must chain to (the pool's
+	// Config.RootCAs; nil: the system's).
+	roots *x509.CertPool
 }
 
 // FieldError is a destination URL's fault, naming the part to fix.
@@ -92,7 +99,7 @@ func KindOf(raw string) string {
 // Parse reads a destination URL (docs/destinations.md):
 //
 //	amqp[s]://user:pass@host[:5672]/[vhost]?exchange=x&routing_key=k
-//	nats://[user:pass@]host[:4222]/subject
+//	nats://[user:pass@]host[:4222]/subject[?tls=true]
 //	redis[s]://[user:pass@]host[:6379][/db]?stream=s[&maxlen=10000]
 //	kafka://[user:pass@]broker1:9092,broker2:9092/topic (one broker may omit :9092)
 //	sqs://[key_id:secret@]host[:port]/account/queue[?region=r][&tls=false]
@@ -142,7 +149,10 @@ func Parse(raw string, allow []netip.Prefix) (*Dest, error) {
 		if d.Subject == "" || strings.ContainsAny(d.Subject, " \t/*>") {
 			return nil, bad("subject", "give one literal subject as the path: nats://host:4222/orders.events (no wildcards, spaces or slashes)")
 		}
-		if err := onlyParams(q); err != nil {
+		if d.TLS, err = boolParam(q, "tls", false); err != nil {
+			return nil, err
+		}
+		if err := onlyParams(q, "tls"); err != nil {
 			return nil, err
 		}
 	case KindRedis:
