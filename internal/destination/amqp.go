@@ -105,14 +105,19 @@ func (c *amqpChannel) settleLocked() {
 		select {
 		case r, ok := <-c.returns:
 			if !ok {
-				return
+				c.returns = nil // closed with the channel: the close reason may still be unread
+				continue
 			}
 			if len(c.returned) > 4*amqpInFlight { // senders that gave up never claim theirs
 				clear(c.returned)
 			}
 			c.returned[amqpRoute{r.MessageId, r.Exchange, r.RoutingKey}]++
 		case e, ok := <-c.closed:
-			if ok && e != nil {
+			if !ok {
+				c.closed = nil
+				continue
+			}
+			if e != nil {
 				c.closeErr = e
 			}
 		default:

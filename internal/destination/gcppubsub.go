@@ -84,7 +84,7 @@ func (p *pubsubConn) publisher(d *Dest) *pubsub.Publisher {
 	pub.EnableMessageOrdering = d.Ordered
 	pub.PublishSettings.DelayThreshold = time.Millisecond // sends that overlap share a request, none waits long
 	pub.PublishSettings.CountThreshold = 100
-	pub.PublishSettings.Timeout = 30 * time.Second
+	pub.PublishSettings.Timeout = 10 * time.Second // a stalled publish fails and frees its ordering key; River retries
 	p.pubs[key] = pub
 	return pub
 }
