@@ -26,6 +26,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.IntVar(&o.Warmup, "warmup", 0, "events published (the same way) and delivered before the measured run, counted in no figure")
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: publish this many events/s (default: closed loop, as fast as possible)")
 	fs.StringVar(&o.Profile, "profile", "standard", "owners' profile: standard or kwork")
+	fs.StringVar(&o.Destination, "destination", "", "point the endpoints at a broker instead of the HTTP receiver: amqp, nats, redis (this machine's, on their usual ports) or kafka (in-process kfake); a consumer verifies and counts every message")
 	fs.DurationVar(&o.ReceiverDelay, "receiver-delay", 0, "the receiver answers 200 after this long")
 	fs.IntVar(&o.Noisy, "noisy", 0, "add another owner with this many endpoints that never answer (each attempt waits out the 10 s timeout), to measure the others beside an outage")
 	fs.DurationVar(&o.NoisyDelay, "noisy-delay", 0, "with --noisy: the noisy owner's receiver answers 200 after this long (a slow owner) instead of never (a dead one)")

@@ -52,6 +52,12 @@ type Options struct {
 	// of dead: it answers 200 after this long (under hookd's 10 s
 	// timeout, a slow but answering receiver).
 	NoisyDelay time.Duration
+	// Destination points every endpoint at a broker instead of the HTTP
+	// receiver: amqp, nats or redis (the machine's, on their usual
+	// ports) or kafka (in-process kfake); a consumer reads each endpoint's
+	// queue, subject, stream or topic, verifies and counts every message
+	// as the receiver does a request. "" is HTTP.
+	Destination string
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
@@ -175,6 +181,10 @@ func (o *Options) Validate() error {
 		return errors.New("noisy endpoints must not be negative, and noisy events must be between 0 and 1000 (one batch)")
 	case o.Noisy > 0 && o.PublishOnly:
 		return errors.New("the noisy scenario needs deliveries: drop --publish-only")
+	case o.Destination != "" && o.Destination != DestinationAMQP && o.Destination != DestinationNATS && o.Destination != DestinationKafka && o.Destination != DestinationRedis:
+		return fmt.Errorf("destination %q: use amqp, nats, kafka or redis (or none: HTTP)", o.Destination)
+	case o.Destination != "" && (o.PublishOnly || o.Noisy > 0 || o.ReceiverDelay > 0):
+		return errors.New("--destination measures deliveries to a broker: drop --publish-only, --noisy and --receiver-delay")
 	case o.Rate < 0:
 		return errors.New("rate must not be negative")
 	case o.Profile != ProfileStandard && o.Profile != ProfileKwork:
@@ -237,8 +247,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, err
 	}
 	defer srv.stop()
+	var dest *consumer
+	if opts.Destination != "" {
+		if dest, err = startConsumer(ctx, opts.Destination, rcv, opts.Endpoints); err != nil {
+			return res, err
+		}
+		defer dest.stop()
+	}
 	api := newClient(srv.url, opts.Publishers)
-	if err := setupEndpoints(ctx, api, plan, rcv); err != nil {
+	if err := setupEndpoints(ctx, api, plan, rcv, dest); err != nil {
 		return res, err
 	}
 	var dead *deadReceiver

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookd/hookd/internal/bench"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/destination/brokertest"
 )
 
 // TestRun runs a tiny bench on each engine and profile: every delivery
@@ -181,5 +182,28 @@ func TestRunLargeBatches(t *testing.T) {
 	}
 	if !res.OK() || res.PublishLatency.P50 <= 0 {
 		t.Fatalf("ok %v, publish request times %+v", res.OK(), res.PublishLatency)
+	}
+}
+
+// TestRunDestination: endpoints on the machine's Redis and RabbitMQ, a
+// consumer verifying and counting every message: all arrive, signed.
+func TestRunDestination(t *testing.T) {
+	t.Parallel()
+	for _, d := range []struct{ kind, addr string }{{bench.DestinationRedis, "127.0.0.1:6379"}, {bench.DestinationAMQP, "127.0.0.1:5672"}} {
+		t.Run(d.kind, func(t *testing.T) {
+			brokertest.Need(t, d.kind, d.addr)
+			var progress strings.Builder
+			res, err := bench.Run(context.Background(), bench.Options{
+				DB: "sqlite", Events: 20, Endpoints: 3, Owners: 1, Destination: d.kind,
+				BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+				Progress: &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			if res.Expected != 60 || res.Received != 60 || res.BadSignatures != 0 || !res.OK() {
+				t.Fatalf("expected %d, received %d, bad %d; want 60, 60, 0", res.Expected, res.Received, res.BadSignatures)
+			}
+		})
 	}
 }

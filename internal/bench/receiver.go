@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -128,17 +129,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			break
 		}
 	}
-	id, data, err := r.verify[ep](req.Header, body)
-	var pl payload
-	if err == nil {
-		err = json.Unmarshal(data, &pl)
-	}
-	if err != nil || id == "" {
-		r.count(func() { r.bad++ })
+	if err := r.accept(ep, req.Header, body, arrived); err != nil {
 		http.Error(w, fmt.Sprintf("rejected: %v", err), http.StatusBadRequest)
 		return
 	}
-	r.record(ep, id, pl, arrived)
 	if r.delay > 0 {
 		select {
 		case <-time.After(r.delay):
@@ -147,6 +141,30 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// accept verifies a message to endpoint ep (a request, or one a broker
+// consumer read) and records it; a message that does not verify counts as
+// bad.
+func (r *receiver) accept(ep int, h http.Header, body []byte, arrived time.Time) error {
+	if ep < 0 || ep >= len(r.verify) || r.verify[ep] == nil {
+		r.count(func() { r.bad++ })
+		return fmt.Errorf("unknown endpoint %d", ep)
+	}
+	id, data, err := r.verify[ep](h, body)
+	var pl payload
+	if err == nil {
+		err = json.Unmarshal(data, &pl)
+	}
+	if err == nil && id == "" {
+		err = errors.New("no delivery id")
+	}
+	if err != nil {
+		r.count(func() { r.bad++ })
+		return err
+	}
+	r.record(ep, id, pl, arrived)
+	return nil
 }
 
 func (r *receiver) count(f func()) {

@@ -121,6 +121,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		line("scenario", "%d events over %d owners, no subscribers (publish only), %s profile", o.Events, o.Owners, o.Profile)
 	} else {
 		line("scenario", "%d events × %d endpoints over %d owners, %s profile, receiver delay %v", o.Events, o.Endpoints, o.Owners, o.Profile, o.ReceiverDelay)
+		if o.Destination != "" {
+			line("destination", "%s: every endpoint a queue, subject, stream or topic of its own, read by the bench's consumer", o.Destination)
+		}
 	}
 	if o.Noisy > 0 {
 		how := "that never answer"

@@ -10,7 +10,7 @@ import (
 // setupEndpoints registers each owner's event type as webhook and creates
 // the plan's endpoints through the admin API, each subscribed to "*" and
 // pointing at its own path on the receiver, which learns every secret.
-func setupEndpoints(ctx context.Context, api *client, p *plan, rcv *receiver) error {
+func setupEndpoints(ctx context.Context, api *client, p *plan, rcv *receiver, dest *consumer) error {
 	for k := range p.owners {
 		in := map[string]string{"exposure": "webhook", "description": "bench"}
 		if err := api.call(ctx, http.MethodPut, "/api/admin/event_types/"+p.eventType(k), p.keys[k], in, http.StatusOK, nil); err != nil {
@@ -19,7 +19,11 @@ func setupEndpoints(ctx context.Context, api *client, p *plan, rcv *receiver) er
 	}
 	return forEach(ctx, p.endpoints, 8, func(ctx context.Context, j int) error {
 		k := j % p.owners
-		in := map[string]any{"url": rcv.endpointURL(j), "event_types": []string{"*"}, "description": fmt.Sprintf("bench endpoint %d", j)}
+		url := rcv.endpointURL(j)
+		if dest != nil {
+			url = dest.url(j)
+		}
+		in := map[string]any{"url": url, "event_types": []string{"*"}, "description": fmt.Sprintf("bench endpoint %d", j)}
 		var out struct {
 			ID     string `json:"id"`
 			Secret string `json:"secret"`

@@ -96,10 +96,11 @@ type endpointForm struct {
 	Code     endpoint.Code
 	CodeSent bool
 	Auth     authForm // endpoint_auth.go
+	Dest     destForm // destination_form.go
 }
 
 func (c *Console) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
-	f := &endpointForm{Enabled: true, Selected: map[string]bool{}, Auth: newAuthForm(nil, false)}
+	f := &endpointForm{Enabled: true, Selected: map[string]bool{}, Auth: newAuthForm(nil, false), Dest: destFormOf("")}
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -114,6 +115,7 @@ func (c *Console) editEndpoint(w http.ResponseWriter, r *http.Request, s *sessio
 		f.Selected[g] = true
 	}
 	f.Auth = newAuthForm(e.Auth, true)
+	f.Dest = destFormOf(e.URL)
 	c.showForm(w, r, s, http.StatusOK, f)
 }
 
@@ -161,7 +163,13 @@ func readForm(r *http.Request) *endpointForm {
 		TraceContext: r.PostFormValue("trace_context") == "on", TraceSent: r.PostFormValue("trace_context_shown") != "",
 		Developer: r.PostFormValue("developer") == "on", DeveloperSent: r.PostFormValue("developer_shown") != "",
 		Code: endpoint.Code{Filter: r.PostFormValue("filter"), Transformation: r.PostFormValue("transformation")}, CodeSent: r.PostFormValue("code_shown") != "",
-		Auth: readAuthForm(r),
+		Auth: readAuthForm(r), Dest: readDestForm(r),
+	}
+	if f.Dest.isBroker() {
+		f.URL = f.Dest.url()
+	}
+	if f.Dest.Kind == "" {
+		f.Dest = destFormOf(f.URL)
 	}
 	for _, t := range r.PostForm["types"] {
 		f.Selected[t] = true
@@ -227,7 +235,11 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, s *session, f *
 		c.fail(w, r, s, err)
 		return
 	}
-	f.Errors = map[string]string{fieldOf(apperr.MessageOf(err)): c.localeOf(r, s).Err(err)}
+	field := fieldOf(apperr.MessageOf(err))
+	if in := f.Dest.destInput(apperr.MessageOf(err)); in != "" {
+		field = in
+	}
+	f.Errors = map[string]string{field: c.localeOf(r, s).Err(err)}
 	c.showForm(w, r, s, http.StatusUnprocessableEntity, f)
 }
 

@@ -1,7 +1,9 @@
 package destination_test
 
 import (
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,3 +123,65 @@ func TestAMQPEgressBlocked(t *testing.T) {
 		t.Fatalf("Send to loopback, not allowed = %v; want egress blocked", err)
 	}
 }
+
+// Many sends at once share the connection's channels, each matched to
+// its own confirm or return: those to an unbound routing key are
+// refused as 404, the others acked and in the queue, exactly once each;
+// a missing exchange closing a shared channel refuses only its own send.
+func TestAMQPPipelined(t *testing.T) {
+	queue, ch := brokertest.RabbitQueue(t)
+	p := newPool(t, destination.Config{})
+	ctx := ctxFor(t)
+	good := "amqp://guest:guest@" + rabbitAddr + "/?routing_key=" + queue
+	unbound := "amqp://guest:guest@" + rabbitAddr + "/?routing_key=no-such-queue-" + queue
+	noExchange := "amqp://guest:guest@" + rabbitAddr + "/?exchange=no-such-exchange-" + queue + "&routing_key=x"
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			url := good
+			switch {
+			case i%2 == 1:
+				url = unbound
+			case i == 100:
+				url = noExchange
+			}
+			errs[i] = p.Send(ctx, url, signed(t, "evt_p"+strconv.Itoa(i)))
+		})
+	}
+	wg.Wait()
+	acked, retried := 0, 0
+	for i, err := range errs {
+		if i == 100 {
+			wantRefused(t, err, 404) // the missing exchange's own send
+			continue
+		}
+		if _, ok := destination.AsRefused(err); ok && i%2 == 1 {
+			wantRefused(t, err, 404)
+			continue
+		}
+		switch {
+		case err == nil && i%2 == 0:
+			acked++
+		case err != nil:
+			// On the channel the missing exchange closed: retried, never refused.
+			wantTransient(t, err)
+			retried++
+		default:
+			t.Fatalf("send %d to an unbound routing key was acked", i)
+		}
+	}
+	if retried > amqpInFlightShare || acked == 0 {
+		t.Fatalf("%d acked, %d retried", acked, retried)
+	}
+	// A send retried may have reached the queue before its channel closed
+	// (at least once); none acked is missing.
+	if got := brokertest.Count(t, ch, queue); got < acked || got > acked+retried {
+		t.Fatalf("the queue holds %d messages; %d were acked, %d retried", got, acked, retried)
+	}
+}
+
+// amqpInFlightShare bounds the sends that may fail with the channel the
+// missing exchange closes: those on it at that moment.
+const amqpInFlightShare = 100

@@ -1,8 +1,9 @@
 // Package destination sends a delivery's message to a place that is not an
 // HTTP receiver: a RabbitMQ exchange, a NATS JetStream subject, a Redis
-// stream. The endpoint's URL scheme chooses the system (Parse); the message
-// is the same envelope bytes and signature headers an HTTP receiver gets,
-// so every receiver verifies it the same way. A Pool holds one connection
+// stream, a Kafka topic, an Amazon SQS queue, a Google Pub/Sub topic. The
+// endpoint's URL scheme chooses the system (Parse); the message is the
+// same envelope bytes and signature headers an HTTP receiver gets, so
+// every receiver verifies it the same way. A Pool holds one connection
 // per destination, whatever the number of endpoints that name it.
 //
 // A send answers nil (the broker's ack: the 2xx), a *Refused (a permanent

@@ -2,6 +2,8 @@ package destination
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -27,7 +29,11 @@ func dialNATS(ctx context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 	u := *d.URL
 	u.Path, u.RawQuery = "", ""
 	c := &natsConn{}
-	nc, err := nats.Connect(u.String(),
+	opts := []nats.Option{}
+	if d.TLS {
+		opts = append(opts, nats.Secure(&tls.Config{RootCAs: d.roots, ServerName: d.URL.Hostname(), MinVersion: tls.VersionTLS12}))
+	}
+	nc, err := nats.Connect(u.String(), append(opts,
 		nats.Name("hookd"),
 		nats.SetCustomDialer(contextDialer{ctx: ctx, d: dial}),
 		nats.Timeout(dial.Timeout),
@@ -39,10 +45,13 @@ func dialNATS(ctx context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 				c.mu.Unlock()
 			}
 		}),
-	)
+	)...)
 	if err != nil {
 		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) {
 			return nil, refused(403, "NATS connect: %v", err)
+		}
+		if e := tlsError(err); e != "" {
+			return nil, fmt.Errorf("NATS connect: %s", e)
 		}
 		return nil, fmt.Errorf("NATS connect: %w", err)
 	}
@@ -95,3 +104,26 @@ func (c *natsConn) send(ctx context.Context, d *Dest, m Message) error {
 func (c *natsConn) broken() bool { return c.nc.IsClosed() }
 
 func (c *natsConn) close() error { c.nc.Close(); return nil }
+
+// tlsError says plainly what a failed TLS handshake means, "" when err is
+// not one: retried (the owner may fix the certificate), but never a
+// mystery in the delivery log.
+func tlsError(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Sprintf("the broker's TLS certificate is not signed by a CA hookd trusts (add its CA to the system's, or SSL_CERT_FILE): %v", err)
+	case errors.As(err, &host):
+		return fmt.Sprintf("the broker's TLS certificate is not for the host in the url: %v", err)
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("the broker's TLS certificate is not valid (expired, or not for a server): %v", err)
+	case errors.As(err, &verify):
+		return fmt.Sprintf("the broker's TLS certificate was refused: %v", err)
+	case strings.Contains(err.Error(), "tls:"):
+		return fmt.Sprintf("the TLS handshake failed: %v", err)
+	}
+	return ""
+}

@@ -2,6 +2,7 @@ package destination
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,10 @@ type Config struct {
 	IdleAfter time.Duration
 	// DialTimeout bounds a connect (default 10 s, as an HTTP attempt).
 	DialTimeout time.Duration
+	// RootCAs are the CAs a broker's TLS certificate must chain to
+	// (amqps://, rediss://, nats://…?tls=true); nil: the system's, which
+	// SSL_CERT_FILE and SSL_CERT_DIR extend.
+	RootCAs *x509.CertPool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	Log *slog.Logger
@@ -43,10 +48,12 @@ type conn interface {
 
 // dialers opens a connection per kind.
 var dialers = map[string]func(ctx context.Context, d *Dest, dial *net.Dialer) (conn, error){
-	KindAMQP:  dialAMQP,
-	KindNATS:  dialNATS,
-	KindRedis: dialRedis,
-	KindKafka: dialKafka,
+	KindAMQP:   dialAMQP,
+	KindNATS:   dialNATS,
+	KindRedis:  dialRedis,
+	KindKafka:  dialKafka,
+	KindSQS:    dialSQS,
+	KindPubSub: dialPubSub,
 }
 
 // ErrPoolFull is a send refused because MaxConns connections are open and
@@ -102,6 +109,7 @@ func (p *Pool) Send(ctx context.Context, raw string, m Message) error {
 		}
 		return refused(400, "%v", err) // stored before a rule changed: never valid again
 	}
+	d.roots = p.cfg.RootCAs
 	e, c, err := p.get(ctx, d)
 	if err != nil {
 		return scrub(err, d)

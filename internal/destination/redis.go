@@ -33,6 +33,7 @@ func dialRedis(_ context.Context, d *Dest, dial *net.Dialer) (conn, error) {
 	opt.DialTimeout = dial.Timeout
 	opt.Dialer = dial.DialContext
 	if tc := opt.TLSConfig; tc != nil { // rediss://: go-redis leaves TLS to a custom dialer
+		tc.RootCAs = d.roots
 		opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial.DialContext(ctx, network, addr)
 			if err != nil {

@@ -2,6 +2,7 @@ package destination
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,14 +17,16 @@ import (
 
 // The kinds of destination, by URL scheme.
 const (
-	KindAMQP  = "amqp"  // amqp://, amqps://
-	KindNATS  = "nats"  // nats://
-	KindRedis = "redis" // redis://, rediss://
-	KindKafka = "kafka" // kafka://
+	KindAMQP   = "amqp"      // amqp://, amqps://
+	KindNATS   = "nats"      // nats://
+	KindRedis  = "redis"     // redis://, rediss://
+	KindKafka  = "kafka"     // kafka://
+	KindSQS    = "sqs"       // sqs://
+	KindPubSub = "gcppubsub" // gcppubsub://
 )
 
 // kinds maps a scheme to its kind.
-var kinds = map[string]string{"amqp": KindAMQP, "amqps": KindAMQP, "nats": KindNATS, "redis": KindRedis, "rediss": KindRedis, "kafka": KindKafka}
+var kinds = map[string]string{"amqp": KindAMQP, "amqps": KindAMQP, "nats": KindNATS, "redis": KindRedis, "rediss": KindRedis, "kafka": KindKafka, "sqs": KindSQS, "gcppubsub": KindPubSub}
 
 // Masked is what a password reads as in an answer, a log line or a page.
 const Masked = "***"
@@ -43,7 +46,25 @@ type Dest struct {
 	DB     int
 	// Kafka: the seed brokers (host:port) and the topic.
 	Brokers []string
-	Topic   string
+	Topic   string // and Pub/Sub's
+	// SQS: the queue's name and URL, the service's endpoint
+	// (https://host, or http:// with tls=false), the region; a FIFO
+	// queue's name ends in .fifo.
+	Queue, QueueURL, Endpoint, Region string
+	FIFO                              bool
+	// Pub/Sub: the project (Topic is the topic), whether the subject is
+	// the ordering key, the service account's JSON key (nil: none),
+	// whether the endpoint speaks gRPC without TLS (an emulator).
+	Project        string
+	Ordered        bool
+	ServiceAccount []byte
+	Plaintext      bool
+	// TLS: NATS over TLS (?tls=true; amqps:// and rediss:// say it by
+	// their scheme).
+	TLS bool
+	// roots are the CAs a broker's certificate must chain to (the pool's
+	// Config.RootCAs; nil: the system's).
+	roots *x509.CertPool
 }
 
 // FieldError is a destination URL's fault, naming the part to fix.
@@ -78,9 +99,11 @@ func KindOf(raw string) string {
 // Parse reads a destination URL (docs/destinations.md):
 //
 //	amqp[s]://user:pass@host[:5672]/[vhost]?exchange=x&routing_key=k
-//	nats://[user:pass@]host[:4222]/subject
+//	nats://[user:pass@]host[:4222]/subject[?tls=true]
 //	redis[s]://[user:pass@]host[:6379][/db]?stream=s[&maxlen=10000]
 //	kafka://[user:pass@]broker1:9092,broker2:9092/topic (one broker may omit :9092)
+//	sqs://[key_id:secret@]host[:port]/account/queue[?region=r][&tls=false]
+//	gcppubsub://[sa:base64url(JSON key)@]host[:port]/project/topic[?ordered=true][&tls=false]
 //
 // and applies the egress guard to its host (allow as in egress.Config).
 // Errors are *FieldError, naming the part to fix; no error repeats the
@@ -92,7 +115,7 @@ func Parse(raw string, allow []netip.Prefix) (*Dest, error) {
 	}
 	d := &Dest{Kind: kinds[strings.ToLower(u.Scheme)], URL: u}
 	if d.Kind == "" {
-		return nil, bad("url", "scheme %q is none of http, https, amqp, amqps, nats, redis, rediss, kafka", u.Scheme)
+		return nil, bad("url", "scheme %q is none of http, https, amqp, amqps, nats, redis, rediss, kafka, sqs, gcppubsub", u.Scheme)
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return nil, bad("host", "no host: write %s://host:port/…", u.Scheme)
@@ -126,11 +149,22 @@ func Parse(raw string, allow []netip.Prefix) (*Dest, error) {
 		if d.Subject == "" || strings.ContainsAny(d.Subject, " \t/*>") {
 			return nil, bad("subject", "give one literal subject as the path: nats://host:4222/orders.events (no wildcards, spaces or slashes)")
 		}
-		if err := onlyParams(q); err != nil {
+		if d.TLS, err = boolParam(q, "tls", false); err != nil {
+			return nil, err
+		}
+		if err := onlyParams(q, "tls"); err != nil {
 			return nil, err
 		}
 	case KindRedis:
 		if err := parseRedis(d, q); err != nil {
+			return nil, err
+		}
+	case KindSQS:
+		if err := parseSQS(d, q); err != nil {
+			return nil, err
+		}
+	case KindPubSub:
+		if err := parsePubSub(d, q); err != nil {
 			return nil, err
 		}
 	}
@@ -174,6 +208,18 @@ func parseRedis(d *Dest, q url.Values) error {
 
 // DefaultMaxLen is a Redis stream's approximate MAXLEN when the URL sets none.
 const DefaultMaxLen = 10000
+
+// boolParam reads query parameter name as true or false (def when absent).
+func boolParam(q url.Values, name string, def bool) (bool, error) {
+	switch v := q.Get(name); v {
+	case "":
+		return def, nil
+	case "true", "false":
+		return v == "true", nil
+	default:
+		return false, bad(name, "want true or false (got %q)", v)
+	}
+}
 
 // onlyParams refuses query parameters other than known.
 func onlyParams(q url.Values, known ...string) error {
@@ -263,6 +309,10 @@ func (d *Dest) connKey() string {
 		part = strconv.Itoa(d.DB)
 	case KindKafka:
 		part = "" // the host is the whole seed list
+	case KindSQS:
+		part = d.Endpoint + "\x00" + d.Region
+	case KindPubSub:
+		part = d.Project + "\x00" + strconv.FormatBool(d.Plaintext)
 	}
 	sum := sha256.Sum256([]byte(d.URL.Scheme + "\x00" + d.URL.User.String() + "\x00" + strings.ToLower(d.URL.Host) + "\x00" + part))
 	return d.Kind + ":" + hex.EncodeToString(sum[:16])
