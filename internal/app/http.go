@@ -13,14 +13,8 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// Handler serves hookd's HTTP API at the root of a server of its own: the
-// admin and publish API under /api/, the MCP tools over streamable HTTP at
-// /mcp, the OpenAPI document at /openapi.json, and the task page at
-// /admin/tasks, and the web console at /admin/ (/ redirects there). Every
-// route but the document and the console's sign-in page authenticates with
-// an API key (Authorization: Bearer, see CreateAPIKey; the console signs in
-// with one). To serve it inside your own
-// server, under a path of your choice, use Mount.
+// Handler serves every projection (API, MCP, OpenAPI, console) at the
+// root of a server of its own: hookd.Hookd.Handler says what and where.
 func (a *App) Handler() http.Handler {
 	handler, err := a.handler("")
 	if err != nil {
@@ -31,12 +25,7 @@ func (a *App) Handler() http.Handler {
 	return handler
 }
 
-// Mount serves Handler's routes on mux under prefix: with "/webhooks", the
-// API at /webhooks/api/admin/…, MCP at /webhooks/mcp, the OpenAPI document
-// at /webhooks/openapi.json (its servers entry says /webhooks), and the web
-// console at /webhooks/admin/ (/webhooks/ redirects there), its links,
-// forms, assets, session cookie and River UI all under the prefix. prefix
-// "" mounts at the root.
+// Mount serves Handler's routes on mux under prefix (hookd.Hookd.Mount).
 func (a *App) Mount(mux *http.ServeMux, prefix string) error {
 	prefix = strings.TrimRight(prefix, "/")
 	if prefix != "" && !strings.HasPrefix(prefix, "/") {

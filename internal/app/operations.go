@@ -11,20 +11,15 @@ import (
 	"github.com/hookd/hookd/internal/tracing"
 )
 
-// MetricsHandler serves hookd's Prometheus metrics (docs/operations/
-// metrics.md): publishes, delivery outcomes, attempt durations, latency,
-// the backlog, endpoints by state, River's queue depth, and the Go and
-// process collectors. It needs no key and shows no owner data unless
-// Config.MetricsOwnerLabels; mount it where your scraper reaches it.
+// MetricsHandler serves the Prometheus metrics (hookd.Hookd.MetricsHandler).
 func (a *App) MetricsHandler() http.Handler { return a.metrics.Handler() }
 
-// Engine names the database hookd runs on: "sqlite" or "postgres" (what
-// GET /healthz answers as its engine).
+// Engine names the database: "sqlite" or "postgres".
 func (a *App) Engine() string { return string(a.DB.Backend) }
 
 // Ready reports why hookd cannot serve now (nil: it can): the database
-// must answer, hookd's migrations be current, and hookd's own River client
-// run (when Config.Work). The API answers it at GET /readyz.
+// answers, the migrations are current, and hookd's own River client runs
+// (when Config.Work). GET /readyz answers it.
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.DB.Ping(ctx); err != nil {
 		return errors.New("database unreachable")

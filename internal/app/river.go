@@ -13,16 +13,8 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// AddWorkers adds hookd's jobs to rc, the config of your own River client
-// on the same database (and schema) as hookd: the workers of its job kinds
-// (webhook.fanout, webhook.deliver, and webhook.prune for retention), their
-// queues "fanout", "deliver" and "deliver_slow" sized by Config.Workers
-// and Config.SlowWorkers (a queue of that name already in rc is left as
-// you set it), and the hourly prune as a periodic job. Then build the client with river.NewClient and hand it to
-// UseRiver.
-//
-// Leave Config.Work false: your client runs the workers, hookd's never
-// starts.
+// AddWorkers adds hookd's workers, queues and periodic jobs to rc, the
+// config of the application's own River client (hookd.Hookd.AddWorkers).
 func (a *App) AddWorkers(rc *river.Config) error {
 	if rc == nil {
 		return errors.New("AddWorkers: the river.Config is nil")
@@ -49,12 +41,9 @@ func (a *App) AddWorkers(rc *river.Config) error {
 	return nil
 }
 
-// UseRiver makes client, your River client built on a config AddWorkers
-// filled, the one hookd inserts and reads its jobs with: PublishTx then
-// inserts fanout jobs through it, inside your transaction. client is a
-// *river.Client[pgx.Tx] (riverpgxv5) on PostgreSQL or a
-// *river.Client[*sql.Tx] (riversqlite) on SQLite. Call it before
-// publishing; start and stop the client as you do for your own jobs.
+// UseRiver makes client, the application's River client built on a config
+// AddWorkers filled, the one hookd inserts and reads its jobs with
+// (hookd.Hookd.UseRiver).
 func (a *App) UseRiver(client any) error {
 	if a.cfg.Work {
 		return errors.New("UseRiver: Config.Work runs hookd's own River client; leave it false when yours runs hookd's workers")
