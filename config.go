@@ -1,24 +1,15 @@
 package hookd
 
 import (
-	"cmp"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookd/hookd/internal/apperr"
-	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/event"
-	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/profile"
-	"github.com/hookd/hookd/internal/version"
 )
 
 // The defaults of Config's fields, shared with the hookd command's flags
@@ -27,19 +18,19 @@ import (
 // job ends before its endpoint's lease or River's stuck-job rescue could
 // hand the endpoint to another process.
 const (
-	DefaultDatabase             = "hookd.db"
-	DefaultProfile              = "standard"
-	DefaultWorkers              = 100
-	DefaultHTTPTimeout          = delivery.DefaultHTTPTimeout
-	DefaultJobTimeout           = delivery.DefaultJobTimeout
-	DefaultLeaseFor             = delivery.DefaultLeaseFor
-	DefaultRescueStuckJobsAfter = time.Minute
-	DefaultBusySnooze           = delivery.DefaultBusySnooze
-	DefaultRetention            = delivery.DefaultRetention
-	DefaultAuditRetention       = delivery.DefaultAuditRetention
-	DefaultDrainMax             = delivery.DefaultDrainMax
-	DefaultOwnerShare           = delivery.DefaultOwnerShare
-	DefaultSlowAfter            = delivery.DefaultSlowAfter
+	DefaultDatabase             = app.DefaultDatabase
+	DefaultProfile              = app.DefaultProfile
+	DefaultWorkers              = app.DefaultWorkers
+	DefaultHTTPTimeout          = app.DefaultHTTPTimeout
+	DefaultJobTimeout           = app.DefaultJobTimeout
+	DefaultLeaseFor             = app.DefaultLeaseFor
+	DefaultRescueStuckJobsAfter = app.DefaultRescueStuckJobsAfter
+	DefaultBusySnooze           = app.DefaultBusySnooze
+	DefaultRetention            = app.DefaultRetention
+	DefaultAuditRetention       = app.DefaultAuditRetention
+	DefaultDrainMax             = app.DefaultDrainMax
+	DefaultOwnerShare           = app.DefaultOwnerShare
+	DefaultSlowAfter            = app.DefaultSlowAfter
 )
 
 // Config configures a Hookd. The zero value of every field but MasterKey
@@ -190,132 +181,38 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// withDefaults returns c with every zero field set to its default.
-func (c Config) withDefaults() Config {
-	c.Database = cmp.Or(c.Database, DefaultDatabase)
-	c.DefaultProfile = cmp.Or(c.DefaultProfile, DefaultProfile)
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.SlowWorkers = cmp.Or(c.SlowWorkers, c.Workers)
-	c.OwnerShare = cmp.Or(c.OwnerShare, DefaultOwnerShare)
-	c.SlowAfter = cmp.Or(c.SlowAfter, DefaultSlowAfter)
-	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, DefaultHTTPTimeout)
-	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
-	c.LeaseFor = cmp.Or(c.LeaseFor, DefaultLeaseFor)
-	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
-	c.BusySnooze = cmp.Or(c.BusySnooze, DefaultBusySnooze)
-	c.Retention = cmp.Or(c.Retention, DefaultRetention)
-	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
-	c.DrainMax = cmp.Or(c.DrainMax, DefaultDrainMax)
-	c.UserAgent = cmp.Or(c.UserAgent, defaultUserAgent())
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	return c
-}
-
 // Validate reports the first setting Open would refuse, with the hookd
 // command's flag in parentheses: a missing or short master key, a negative
 // duration or count, timeouts that do not nest, an unknown default
 // profile, or an invalid event type. Zero fields are checked as their
 // defaults.
-func (c Config) Validate() error {
-	c = c.withDefaults()
-	if len(c.MasterKey) != 32 {
-		return fmt.Errorf("master key is %d bytes, want 32 (HOOKD_MASTER_KEY or --master-key-file)", len(c.MasterKey))
-	}
-	if err := c.validateSignin(); err != nil {
-		return err
-	}
-	for _, o := range c.PortalFrameOrigins {
-		if _, err := ops.PortalFrameOrigin(o); err != nil {
-			return fmt.Errorf("portal frame origins: %s", apperr.MessageOf(err))
-		}
-	}
-	for _, d := range []struct {
-		name, flag string
-		v          time.Duration
-	}{
-		{"HTTPTimeout", "--http-timeout", c.HTTPTimeout},
-		{"JobTimeout", "--job-timeout", c.JobTimeout},
-		{"LeaseFor", "--lease-for", c.LeaseFor},
-		{"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter},
-		{"BusySnooze", "", c.BusySnooze},
-		{"SlowAfter", "--slow-after", c.SlowAfter},
-		{"Retention", "", c.Retention},
-		{"AuditRetention", "--audit-retention", c.AuditRetention},
-		{"FetchCooldown", "", c.FetchCooldown},
-		{"FetchPollInterval", "", c.FetchPollInterval},
-	} {
-		if d.v < 0 {
-			return fmt.Errorf("%s %s is negative; use a positive duration or 0 for the default", label(d.name, d.flag), d.v)
-		}
-	}
-	if c.Workers < 0 {
-		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for %d", label("Workers", "--workers"), c.Workers, DefaultWorkers)
-	}
-	if c.SlowWorkers < 0 {
-		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for Workers (%d)", label("SlowWorkers", "--slow-workers"), c.SlowWorkers, c.Workers)
-	}
-	if c.OwnerShare < 0 || c.OwnerShare > 1 {
-		return fmt.Errorf("%s %g is out of range; use a part of the workers above 0 and at most 1 (1: no cap), or 0 for %g", label("OwnerShare", "--owner-share"), c.OwnerShare, DefaultOwnerShare)
-	}
-	if c.DrainMax < 0 {
-		return fmt.Errorf("DrainMax %d is negative; use at least 1, or 0 for %d", c.DrainMax, DefaultDrainMax)
-	}
-	if err := c.validateTimeouts(); err != nil {
-		return err
-	}
-	if _, err := profile.Default().Get(c.DefaultProfile); err != nil {
-		return fmt.Errorf("%s: %w", label("DefaultProfile", "--default-profile"), err)
-	}
-	if c.KeepCatalog && (len(c.Catalogs) > 0 || len(c.EventTypes) > 0) {
-		return fmt.Errorf("KeepCatalog opens without adding event types, but Catalogs or EventTypes name some: set one or the other")
-	}
+func (c Config) Validate() error { return c.app().Validate() }
+
+// app is c as internal/app builds hookd from it.
+func (c Config) app() app.Config {
+	types := make([]event.Type, len(c.EventTypes))
 	for i, t := range c.EventTypes {
-		if err := event.ValidateTypeName(t.Name); err != nil {
-			return fmt.Errorf("EventTypes[%d]: %w", i, err)
-		}
-		it := t.internal()
-		if _, err := it.CheckSchema(); err != nil {
-			return fmt.Errorf("EventTypes[%d] (%s): %w", i, t.Name, err)
-		}
+		types[i] = t.internal()
 	}
-	return nil
-}
-
-// validateTimeouts: an HTTP request ends inside its job, and the job ends
-// before its endpoint's lease runs out and before River takes it for a
-// dead process's.
-func (c Config) validateTimeouts() error {
-	type limit struct {
-		name, flag string
-		v          time.Duration
+	var oidc *app.OIDCConfig
+	if o := c.OIDC; o != nil {
+		oidc = &app.OIDCConfig{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL,
+			Claim: o.Claim, OperatorValues: o.OperatorValues, AdminValues: o.AdminValues}
 	}
-	request := limit{"HTTPTimeout", "--http-timeout", c.HTTPTimeout}
-	job := limit{"JobTimeout", "--job-timeout", c.JobTimeout}
-	for _, pair := range [][2]limit{
-		{request, job},
-		{job, {"LeaseFor", "--lease-for", c.LeaseFor}},
-		{job, {"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter}},
-	} {
-		lo, hi := pair[0], pair[1]
-		if lo.v >= hi.v {
-			return fmt.Errorf("timeouts must nest: %s %s must be shorter than %s %s (http timeout < job timeout < lease and rescue)",
-				label(lo.name, lo.flag), lo.v, label(hi.name, hi.flag), hi.v)
-		}
+	return app.Config{
+		Database: c.Database, Schema: c.Schema, MasterKey: c.MasterKey,
+		EgressAllow: c.EgressAllow, EgressProxy: c.EgressProxy, UserAgent: c.UserAgent,
+		PortalFrameOrigins: c.PortalFrameOrigins, NoTransformations: c.NoTransformations,
+		TransformationTimeLimit: c.TransformationTimeLimit,
+		Work:                    c.Work, Workers: c.Workers, SlowWorkers: c.SlowWorkers, OwnerShare: c.OwnerShare, SlowAfter: c.SlowAfter,
+		EventTypes: types, Catalogs: c.Catalogs, KeepCatalog: c.KeepCatalog, Scope: c.Scope.source(),
+		DefaultProfile: c.DefaultProfile, Retention: c.Retention, OIDC: oidc,
+		ConsoleKeySigninOff: c.ConsoleKeySigninOff, AuditRetention: c.AuditRetention,
+		HTTPTimeout: c.HTTPTimeout, JobTimeout: c.JobTimeout, LeaseFor: c.LeaseFor, RescueStuckJobsAfter: c.RescueStuckJobsAfter,
+		BusySnooze: c.BusySnooze, DrainMax: c.DrainMax, FetchCooldown: c.FetchCooldown, FetchPollInterval: c.FetchPollInterval,
+		MetricsOwnerLabels: c.MetricsOwnerLabels, TracerProvider: c.TracerProvider,
+		Now: c.Now, Log: c.Log,
 	}
-	return nil
-}
-
-// label names a setting both ways: the Config field and the command's flag.
-func label(field, flag string) string {
-	if flag == "" {
-		return field
-	}
-	return field + " (" + flag + ")"
 }
 
 // OIDCConfig is console sign-in through an OpenID Connect provider: the
@@ -334,41 +231,4 @@ type OIDCConfig struct {
 	OperatorValues []string
 	// AdminValues map a claim value to the owner whose admin it makes.
 	AdminValues map[string]string
-}
-
-// validateSignin checks the console's ways in: OIDC needs an issuer, a
-// client id and at least one claim value mapped to a role; API key
-// sign-in may be off only with OIDC on.
-func (c Config) validateSignin() error {
-	o := c.OIDC
-	if o == nil {
-		if c.ConsoleKeySigninOff {
-			return errors.New("console API key sign-in is off and no identity provider is set: nobody could sign in (set --oidc-issuer or drop --console-api-key-signin=false)")
-		}
-		return nil
-	}
-	switch {
-	case o.Issuer == "":
-		return errors.New("OIDC needs an issuer URL (--oidc-issuer, HOOKD_OIDC_ISSUER)")
-	case o.ClientID == "":
-		return errors.New("OIDC needs a client id (--oidc-client-id, HOOKD_OIDC_CLIENT_ID)")
-	case len(o.OperatorValues) == 0 && len(o.AdminValues) == 0:
-		return errors.New("OIDC maps no claim value to a role: nobody could sign in (--oidc-operator-group or --oidc-admin-group VALUE=OWNER)")
-	}
-	for v, ownerID := range o.AdminValues {
-		if err := owner.ValidateID(ownerID); err != nil {
-			return fmt.Errorf("--oidc-admin-group %s=%s: %s", v, ownerID, apperr.MessageOf(err))
-		}
-	}
-	return nil
-}
-
-// defaultUserAgent is "hookd/<version>": the module version, or "devel"
-// for a local build (whose "(devel)" is no product token).
-func defaultUserAgent() string {
-	v := version.Get().Version
-	if v == "" || strings.HasPrefix(v, "(") {
-		v = "devel"
-	}
-	return "hookd/" + v
 }

@@ -1,17 +1,6 @@
 package hookd
 
-import (
-	"crypto/sha256"
-	"fmt"
-	"net/http"
-	"strings"
-
-	"github.com/hookd/hookd/internal/console"
-	"github.com/hookd/hookd/internal/mcpserver"
-	"github.com/hookd/hookd/internal/openapi"
-	"github.com/hookd/hookd/internal/ops"
-	"github.com/hookd/hookd/internal/store"
-)
+import "net/http"
 
 // Handler serves hookd's HTTP API at the root of a server of its own: the
 // admin and publish API under /api/, the MCP tools over streamable HTTP at
@@ -21,15 +10,7 @@ import (
 // an API key (Authorization: Bearer, see CreateAPIKey; the console signs in
 // with one). To serve it inside your own
 // server, under a path of your choice, use Mount.
-func (h *Hookd) Handler() http.Handler {
-	handler, err := h.handler("")
-	if err != nil {
-		// The projections are built from hookd's own declarations: a
-		// failure is a bug of hookd's, caught by its tests.
-		panic(fmt.Sprintf("hookd: build the HTTP handler: %v", err))
-	}
-	return handler
-}
+func (h *Hookd) Handler() http.Handler { return h.a.Handler() }
 
 // Mount serves Handler's routes on mux under prefix: with "/webhooks", the
 // API at /webhooks/api/admin/…, MCP at /webhooks/mcp, the OpenAPI document
@@ -37,67 +18,4 @@ func (h *Hookd) Handler() http.Handler {
 // console at /webhooks/admin/ (/webhooks/ redirects there), its links,
 // forms, assets, session cookie and River UI all under the prefix. prefix
 // "" mounts at the root.
-func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error {
-	prefix = strings.TrimRight(prefix, "/")
-	if prefix != "" && !strings.HasPrefix(prefix, "/") {
-		return fmt.Errorf("Mount: prefix %q must start with /, e.g. /webhooks", prefix)
-	}
-	handler, err := h.handler(prefix)
-	if err != nil {
-		return fmt.Errorf("Mount: %w", err)
-	}
-	if prefix == "" {
-		mux.Handle("/", handler)
-		return nil
-	}
-	mux.Handle(prefix+"/", http.StripPrefix(prefix, handler))
-	return nil
-}
-
-// handler is every projection of the ops on one mux, for a server that
-// reaches it under prefix (stripped from each request before it).
-func (h *Hookd) handler(prefix string) (http.Handler, error) {
-	tools, err := mcpserver.New(mcpserver.Config{Ops: h.ops, Log: h.cfg.Log})
-	if err != nil {
-		return nil, err
-	}
-	doc, err := openapi.Handler(h.ops.Ops(), openapi.DefaultInfo, prefix)
-	if err != nil {
-		return nil, err
-	}
-	api := *h.api
-	api.Extra = map[string]http.Handler{
-		"/mcp":              tools.Handler(h.api.Authenticate),
-		"GET /openapi.json": doc,
-	}
-	if api.Console, err = h.console(prefix); err != nil {
-		return nil, err
-	}
-	inner := api.Handler()
-	if prefix == "" {
-		return inner, nil
-	}
-	// The ops answer with links (a delivery's job_url): under the prefix.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(w, r.WithContext(ops.WithBasePath(r.Context(), prefix)))
-	}), nil
-}
-
-// console builds the web page on hookd's ops under prefix, with River UI
-// on the River client hookd reads its jobs with.
-func (h *Hookd) console(prefix string) (http.Handler, error) {
-	tasks, err := console.NewRiverUI(h.uiCtx, store.RiverClient(h.queue), prefix, h.cfg.Log.With("component", "riverui"))
-	if err != nil {
-		return nil, err
-	}
-	cc := console.Config{Ops: h.ops, Tasks: tasks, Prefix: prefix, FrameOrigins: h.cfg.PortalFrameOrigins,
-		NoKeySignin: h.cfg.ConsoleKeySigninOff, Now: h.cfg.Now, Log: h.cfg.Log.With("component", "console")}
-	if o := h.cfg.OIDC; o != nil {
-		// Every process seals the flow's cookies alike: the callback may
-		// reach another one than the sign-in did.
-		key := sha256.Sum256(append([]byte("hookd console oidc:"), h.cfg.MasterKey...))
-		cc.OIDC = console.OIDC{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL,
-			Claim: o.Claim, OperatorValues: o.OperatorValues, AdminValues: o.AdminValues, CookieKey: key[:]}
-	}
-	return console.New(cc)
-}
+func (h *Hookd) Mount(mux *http.ServeMux, prefix string) error { return h.a.Mount(mux, prefix) }

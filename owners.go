@@ -1,10 +1,6 @@
 package hookd
 
-import (
-	"context"
-
-	"github.com/hookd/hookd/internal/owner"
-)
+import "context"
 
 // CreateOwner creates an owner: whoever owns endpoints and receives their
 // own events (a customer, a team, one app in one environment…). An owner
@@ -12,8 +8,7 @@ import (
 // Config.DefaultProfile); attrs are what the profile's envelope carries
 // (kwork: app, environment…). Creating an owner that exists is an error.
 func (h *Hookd) CreateOwner(ctx context.Context, id, profile string, attrs map[string]string) error {
-	_, err := h.ops.CreateOwner(ctx, id, profile, attrs)
-	return err
+	return h.a.CreateOwner(ctx, id, profile, attrs)
 }
 
 // CreateAPIKey creates an API key and returns it; it is shown only now
@@ -22,13 +17,5 @@ func (h *Hookd) CreateOwner(ctx context.Context, id, profile string, attrs map[s
 // owner; owner must be empty); empty means admin. The owner of an admin or
 // publisher key is created, with the default profile, if it does not exist.
 func (h *Hookd) CreateAPIKey(ctx context.Context, ownerID, role string) (string, error) {
-	r, err := owner.ParseRole(role)
-	if err != nil {
-		return "", err
-	}
-	k, err := h.ops.CreateKey(ctx, ownerID, r)
-	if err != nil {
-		return "", err
-	}
-	return k.Secret, nil
+	return h.a.CreateAPIKey(ctx, ownerID, role)
 }

@@ -27,5 +27,3 @@ func (f ScopeFunc) source() scope.Source {
 		return f(ctx, source, publicEvent(ev))
 	}
 }
-
-func scopePredicate(f ScopeFunc) scope.Predicate { return scope.Predicate{Source: f.source()} }

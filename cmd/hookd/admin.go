@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -16,7 +17,7 @@ import (
 
 // openOps opens the database with the full library so admin commands use
 // the same ops as the API (no workers).
-func openOps(ctx context.Context, f *dbFlags, stderr io.Writer) (*hookdApp, error) {
+func openOps(ctx context.Context, f *dbFlags, stderr io.Writer) (*app.App, error) {
 	log, err := f.logger(stderr)
 	if err != nil {
 		return nil, err
@@ -26,13 +27,13 @@ func openOps(ctx context.Context, f *dbFlags, stderr io.Writer) (*hookdApp, erro
 
 // withOps runs do with the ops opened on the flags' database and closes
 // them after, joining a failed close into do's error.
-func withOps(ctx context.Context, f *dbFlags, stderr io.Writer, do func(app *hookdApp) error) (err error) {
-	app, err := openOps(ctx, f, stderr)
+func withOps(ctx context.Context, f *dbFlags, stderr io.Writer, do func(a *app.App) error) (err error) {
+	a, err := openOps(ctx, f, stderr)
 	if err != nil {
 		return err
 	}
-	defer closing(&err, app)
-	return do(app)
+	defer closing(&err, a)
+	return do(a)
 }
 
 const apikeyUsage = `usage: hookd apikey <subcommand> [flags]
@@ -76,9 +77,9 @@ func apikeyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *ownerID == "" && role != owner.Operator {
 		return fs.Errorf("--owner is required for %s keys", role)
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		ctx := app.Ops.ByCLI(ctx, "api_keys.create", *ownerID, "hookd apikey create", &ops.CreateAPIKeyIn{Role: role})
-		k, err := app.Ops.CreateKey(ctx, *ownerID, role)
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		ctx := a.Ops.ByCLI(ctx, "api_keys.create", *ownerID, "hookd apikey create", &ops.CreateAPIKeyIn{Role: role})
+		k, err := a.Ops.CreateKey(ctx, *ownerID, role)
 		if err != nil {
 			return err
 		}
@@ -97,8 +98,8 @@ func apikeyList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		ks, err := app.Ops.ListKeys(ctx, *ownerID)
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		ks, err := a.Ops.ListKeys(ctx, *ownerID)
 		if err != nil {
 			return err
 		}
@@ -137,8 +138,8 @@ func apikeyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		k, err := app.Ops.RevokeKeyByID(ctx, pos[0], "hookd apikey revoke")
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		k, err := a.Ops.RevokeKeyByID(ctx, pos[0], "hookd apikey revoke")
 		if err != nil {
 			return err
 		}
@@ -174,9 +175,9 @@ func ownerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		ctx := app.Ops.ByCLI(ctx, "owners.create", pos[0], "hookd owner create", &ops.CreateOwnerIn{ID: pos[0], Profile: *profileName, Attributes: attrs})
-		o, err := app.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		ctx := a.Ops.ByCLI(ctx, "owners.create", pos[0], "hookd owner create", &ops.CreateOwnerIn{ID: pos[0], Profile: *profileName, Attributes: attrs})
+		o, err := a.Ops.CreateOwner(ctx, pos[0], *profileName, attrs)
 		if err != nil {
 			return err
 		}

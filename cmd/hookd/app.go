@@ -6,27 +6,17 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/hookd/hookd"
-	"github.com/hookd/hookd/internal/parts"
+	"github.com/hookd/hookd/internal/app"
 )
 
-// hookdApp is hookd opened for a one-shot admin command, its parts at hand.
-type hookdApp struct {
-	*hookd.Hookd
-	*parts.Parts
-}
-
-func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*hookdApp, error) {
+// openApp opens hookd for a one-shot admin command, its parts at hand.
+func openApp(ctx context.Context, f *dbFlags, log *slog.Logger) (*app.App, error) {
 	cfg, err := f.config(log)
 	if err != nil {
 		return nil, err
 	}
 	cfg.KeepCatalog = true // an admin command never changes what the servers offer
-	h, err := hookd.Open(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &hookdApp{h, parts.Of(h)}, nil
+	return app.Open(ctx, cfg)
 }
 
 // closing closes c as a command returns and adds a failure to close to the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/delivery"
@@ -48,8 +49,8 @@ func catalogList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		ts, err := app.Ops.SharedEventTypes(ctx)
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		ts, err := a.Ops.SharedEventTypes(ctx)
 		if err != nil {
 			return err
 		}
@@ -104,8 +105,8 @@ func catalogRemove(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return apperr.New(apperr.Invalid, "%s is built into hookd (every start offers it again) and cannot be removed; nothing was removed", n)
 		}
 	}
-	return withOps(ctx, &f, stderr, func(app *hookdApp) error {
-		if err := app.Ops.RemoveSharedEventTypes(ctx, names, "hookd catalog remove"); err != nil {
+	return withOps(ctx, &f, stderr, func(a *app.App) error {
+		if err := a.Ops.RemoveSharedEventTypes(ctx, names, "hookd catalog remove"); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "removed %d shared event type(s): %s\n", len(names), strings.Join(names, ", "))

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/endpoint"
 )
 
@@ -23,7 +23,7 @@ type dbFlags struct {
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.db, "db", envOr("HOOKD_DATABASE", hookd.DefaultDatabase), "SQLite file or postgres:// URL (env HOOKD_DATABASE)")
+	fs.StringVar(&f.db, "db", envOr("HOOKD_DATABASE", app.DefaultDatabase), "SQLite file or postgres:// URL (env HOOKD_DATABASE)")
 	fs.StringVar(&f.schema, "schema", os.Getenv("HOOKD_SCHEMA"), "PostgreSQL schema for hookd's tables (env HOOKD_SCHEMA)")
 	fs.StringVar(&f.masterKeyFile, "master-key-file", os.Getenv("HOOKD_MASTER_KEY_FILE"), "file holding the master key; default hookd.key beside the SQLite file (env HOOKD_MASTER_KEY_FILE; HOOKD_MASTER_KEY holds the key itself)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("HOOKD_LOG_LEVEL", "info"), "debug, info, warn or error (env HOOKD_LOG_LEVEL)")
@@ -71,12 +71,12 @@ func (f *dbFlags) masterKeyPath() string {
 func (f *dbFlags) sqlitePath() string { return strings.TrimPrefix(f.db, "sqlite:") }
 
 // config builds the library config the flags describe.
-func (f *dbFlags) config(log *slog.Logger) (hookd.Config, error) {
+func (f *dbFlags) config(log *slog.Logger) (app.Config, error) {
 	key, err := f.masterKey(log)
 	if err != nil {
-		return hookd.Config{}, err
+		return app.Config{}, err
 	}
-	return hookd.Config{Database: f.db, Schema: f.schema, MasterKey: key, Log: log}, nil
+	return app.Config{Database: f.db, Schema: f.schema, MasterKey: key, Log: log}, nil
 }
 
 func envOr(name, def string) string {

@@ -9,14 +9,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/mcpserver"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/parts"
 )
 
 // mcpCmd serves every op as an MCP tool over stdio (stdin/stdout carry the
@@ -48,21 +47,20 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	cfg.EgressAllow = egressAllow
 	cfg.KeepCatalog = true // a tool session never changes what the servers offer
-	h, err := hookd.Open(ctx, cfg)
+	a, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	app := &hookdApp{h, parts.Of(h)}
-	defer closing(&err, app)
-	srv, err := mcpserver.New(mcpserver.Config{Ops: app.Ops, Log: log})
+	defer closing(&err, a)
+	srv, err := mcpserver.New(mcpserver.Config{Ops: a.Ops, Log: log})
 	if err != nil {
 		return err
 	}
 	caller := func(ctx context.Context) (ops.Principal, error) {
 		if *key == "" {
-			return app.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator, Actor: audit.Actor{Kind: audit.KindMCP, ID: "local", Name: "hookd mcp (stdio)"}}, *ownerName)
+			return a.Ops.ActAs(ctx, ops.Principal{KeyID: "local", Role: owner.Operator, Actor: audit.Actor{Kind: audit.KindMCP, ID: "local", Name: "hookd mcp (stdio)"}}, *ownerName)
 		}
-		return app.Ops.Authenticate(ctx, *key, *ownerName, false)
+		return a.Ops.Authenticate(ctx, *key, *ownerName, false)
 	}
 	if _, err := caller(ctx); err != nil {
 		return fmt.Errorf("--key/--owner: %w", err)

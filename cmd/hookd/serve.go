@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/cliflag"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/gctune"
@@ -74,19 +74,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	userAgent := fs.String("user-agent", envOr("HOOKD_USER_AGENT", ""), "User-Agent of every delivery (default hookd/<version>) (env HOOKD_USER_AGENT)")
 	frameOrigins := fs.String("portal-frame-origins", os.Getenv("HOOKD_PORTAL_FRAME_ORIGINS"), "origins that may frame every owner's portal, comma-separated, e.g. https://app.example.com; none: the portal cannot be framed (env HOOKD_PORTAL_FRAME_ORIGINS)")
 	catalog := fs.String("catalog", os.Getenv("HOOKD_CATALOG"), "event-type catalogs to offer every owner, comma-separated: a built-in name (standmeet: the standard profile's 39 types) or a YAML/JSON file (env HOOKD_CATALOG)")
-	workers := fs.Int("workers", hookd.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
+	workers := fs.Int("workers", app.DefaultWorkers, "deliveries in flight at once in this process (the healthy lane)")
 	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
-	ownerShare := fs.Float64("owner-share", hookd.DefaultOwnerShare, "the part of the healthy lane's workers (and of the slow lane's, for slow endpoints) one owner may hold; the rest go to the slow lane or wait, spending no attempt (1: no cap)")
-	auditRetention := fs.String("audit-retention", envOr("HOOKD_AUDIT_RETENTION", hookd.DefaultAuditRetention.String()), "keep audit records this long, e.g. 8760h (deliveries and events have their own, shorter retention) (env HOOKD_AUDIT_RETENTION)")
+	ownerShare := fs.Float64("owner-share", app.DefaultOwnerShare, "the part of the healthy lane's workers (and of the slow lane's, for slow endpoints) one owner may hold; the rest go to the slow lane or wait, spending no attempt (1: no cap)")
+	auditRetention := fs.String("audit-retention", envOr("HOOKD_AUDIT_RETENTION", app.DefaultAuditRetention.String()), "keep audit records this long, e.g. 8760h (deliveries and events have their own, shorter retention) (env HOOKD_AUDIT_RETENTION)")
 	var signin signinFlags
 	signin.register(fs.FlagSet)
-	slowAfter := fs.Duration("slow-after", hookd.DefaultSlowAfter, "an endpoint whose attempt took this long (a timeout included) gets its deliveries in the slow lane, until one answers faster")
+	slowAfter := fs.Duration("slow-after", app.DefaultSlowAfter, "an endpoint whose attempt took this long (a timeout included) gets its deliveries in the slow lane, until one answers faster")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "how long in-flight deliveries may finish on SIGINT/SIGTERM")
-	rescue := fs.Duration("rescue-after", hookd.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")
-	leaseFor := fs.Duration("lease-for", hookd.DefaultLeaseFor, "how long a dead process's endpoint lease blocks others (> the job timeout)")
-	jobTimeout := fs.Duration("job-timeout", hookd.DefaultJobTimeout, "bound on one delivery attempt")
-	httpTimeout := fs.Duration("http-timeout", hookd.DefaultHTTPTimeout, "HTTP timeout of one delivery (inside the job timeout)")
-	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", hookd.DefaultProfile), "profile of owners created implicitly")
+	rescue := fs.Duration("rescue-after", app.DefaultRescueStuckJobsAfter, "hand a dead process's running deliveries to another after this long (> the job timeout)")
+	leaseFor := fs.Duration("lease-for", app.DefaultLeaseFor, "how long a dead process's endpoint lease blocks others (> the job timeout)")
+	jobTimeout := fs.Duration("job-timeout", app.DefaultJobTimeout, "bound on one delivery attempt")
+	httpTimeout := fs.Duration("http-timeout", app.DefaultHTTPTimeout, "HTTP timeout of one delivery (inside the job timeout)")
+	profileName := fs.String("default-profile", envOr("HOOKD_DEFAULT_PROFILE", app.DefaultProfile), "profile of owners created implicitly")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("HOOKD_METRICS_ADDR"), "serve /metrics (and /healthz, /readyz) on this address of its own, e.g. :9090; empty: /metrics on --addr (env HOOKD_METRICS_ADDR)")
 	ownerLabels := fs.Bool("metrics-owner-labels", os.Getenv("HOOKD_METRICS_OWNER_LABELS") == "true", "label the Prometheus counters by owner and endpoint (cardinality grows with them) (env HOOKD_METRICS_OWNER_LABELS=true)")
 	noTransformations := fs.Bool("no-transformations", os.Getenv("HOOKD_NO_TRANSFORMATIONS") == "true", "run no endpoint's transformation: their deliveries fail rather than go untransformed, and saving one is refused; filters still apply (env HOOKD_NO_TRANSFORMATIONS=true)")
@@ -156,7 +156,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	// The collector's heap floor (internal/gctune): this process owns its
 	// runtime, which a library user's does not.
 	defer gctune.Start(gcFloor).Stop()
-	h, err := hookd.Open(ctx, cfg)
+	h, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func listen(addr string, handler http.Handler, errc chan<- error) (*http.Server,
 
 // probesMux is the --metrics-addr listener: /metrics and the probes, no
 // API (a worker's only listener, usually).
-func probesMux(h *hookd.Hookd, log *slog.Logger) http.Handler {
+func probesMux(h *app.App, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h.MetricsHandler())
 	mux.Handle("GET /healthz", httpapi.Health(h.Engine()))

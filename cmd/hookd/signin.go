@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 )
 
 // signinFlags are serve's console sign-in settings: the identity provider
@@ -29,12 +29,12 @@ func (s *signinFlags) register(fs *flag.FlagSet) {
 }
 
 // apply puts the flags in cfg (Validate checks them).
-func (s *signinFlags) apply(cfg *hookd.Config) error {
+func (s *signinFlags) apply(cfg *app.Config) error {
 	cfg.ConsoleKeySigninOff = !*s.keySignin
 	if *s.issuer == "" {
 		return nil
 	}
-	o := &hookd.OIDCConfig{Issuer: *s.issuer, ClientID: *s.clientID, ClientSecret: *s.clientSecret, RedirectURL: *s.redirect,
+	o := &app.OIDCConfig{Issuer: *s.issuer, ClientID: *s.clientID, ClientSecret: *s.clientSecret, RedirectURL: *s.redirect,
 		Claim: *s.claim, OperatorValues: splitList(*s.operators), AdminValues: map[string]string{}}
 	for _, pair := range splitList(*s.admins) {
 		value, ownerID, ok := strings.Cut(pair, "=")

@@ -16,8 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookd/hookd"
-	"github.com/hookd/hookd/internal/parts"
+	"github.com/hookd/hookd/internal/app"
 )
 
 // The polling scenario (hookd bench --poll): issue 43's three targets.
@@ -70,13 +69,13 @@ func (r *PollResult) WriteTo(w io.Writer) (int64, error) {
 
 // pollNode is one hookd of the run, served on loopback.
 type pollNode struct {
-	h   *hookd.Hookd
+	h   *app.App
 	url string
 	srv *http.Server
 }
 
 func startPollNode(ctx context.Context, db *database, key []byte, work bool, log *slog.Logger) (*pollNode, error) {
-	h, err := hookd.Open(ctx, hookd.Config{Database: db.url, Schema: db.schema, MasterKey: key, EgressAllow: loopback, Work: work, Log: log})
+	h, err := app.Open(ctx, app.Config{Database: db.url, Schema: db.schema, MasterKey: key, EgressAllow: loopback, Work: work, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("open hookd: %w", err)
 	}
@@ -100,7 +99,7 @@ func (n *pollNode) stop() {
 	_ = n.h.Close()
 }
 
-func (n *pollNode) waiting() int { return parts.Of(n.h).Delivery.PollHub().Waiting() }
+func (n *pollNode) waiting() int { return n.h.Delivery.PollHub().Waiting() }
 
 // RunPoll runs the polling scenario.
 func RunPoll(ctx context.Context, o PollOptions) (*PollResult, error) {

@@ -15,14 +15,13 @@ import (
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/internal/store"
 )
 
 // benchSite is hookd without workers, a signed-in admin cookie, and data
 // written straight to the store (the pages are what is measured).
 type benchSite struct {
-	h      *parts.Parts
+	h      hookdtest.Hookd
 	srv    *httptest.Server
 	cookie *http.Cookie
 }
@@ -51,7 +50,7 @@ func newBenchSite(b *testing.B, backend dbtest.Backend) *benchSite {
 	if len(resp.Cookies()) != 1 {
 		b.Fatalf("sign-in: %d, no cookie", resp.StatusCode)
 	}
-	return &benchSite{h: h.Parts, srv: srv, cookie: resp.Cookies()[0]}
+	return &benchSite{h: h, srv: srv, cookie: resp.Cookies()[0]}
 }
 
 // seed makes n endpoints and per deliveries for each, spread over the last

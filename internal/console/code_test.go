@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
@@ -21,7 +21,7 @@ func TestCodeEditors(t *testing.T) {
 	t.Parallel()
 	// 5 s a run: under -race on a loaded machine a small script can take
 	// longer than the 50 ms default, and this test is about the editors.
-	s := startSiteWith(t, dbtest.Backends()[0], "", func(c *hookd.Config) { c.TransformationTimeLimit = 5 * time.Second })
+	s := startSiteWith(t, dbtest.Backends()[0], "", func(c *app.Config) { c.TransformationTimeLimit = 5 * time.Second })
 	if st := s.api(s.keys["acme"], "PUT", "/api/admin/event_types/acme.order", map[string]any{"exposure": "webhook",
 		"example": map[string]any{"number": "A-1", "amount": 1500}}, nil); st != http.StatusOK {
 		t.Fatalf("event type: %d", st)

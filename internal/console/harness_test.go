@@ -18,11 +18,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/internal/owner"
-	"github.com/hookd/hookd/internal/parts"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -32,18 +32,18 @@ const chromium = "/usr/bin/chromium"
 // owners acme (admin key), bob (admin key) and an operator key.
 type site struct {
 	t      *testing.T
-	h      *parts.Parts
+	h      hookdtest.Hookd
 	srv    *httptest.Server
 	logs   *hookdtest.Logs   // hookd's log: a line per recorded attempt
 	keys   map[string]string // "acme", "bob", "operator", "acme-publisher", "shop"
 	prefix string            // where hookd is mounted ("": its own Handler at the root)
 }
 
-var catalog = []hookd.EventType{
-	{Name: "invoice.paid", Description: "An invoice was paid."},
-	{Name: "invoice.voided", Scoped: true, Description: "An invoice was voided."},
-	{Name: "order.shipped", Description: "An order left the warehouse."},
-	{Name: "order.audit", Internal: true, Description: "Internal bookkeeping; never leaves hookd."},
+var catalog = []event.Type{
+	{Name: "invoice.paid", Exposure: event.Webhook, Description: "An invoice was paid."},
+	{Name: "invoice.voided", Exposure: event.Webhook, Scoped: true, Description: "An invoice was voided."},
+	{Name: "order.shipped", Exposure: event.Webhook, Description: "An order left the warehouse."},
+	{Name: "order.audit", Exposure: event.Internal, Description: "Internal bookkeeping; never leaves hookd."},
 }
 
 func startSite(t *testing.T, backend dbtest.Backend) *site {
@@ -60,7 +60,7 @@ func startSiteAt(t *testing.T, backend dbtest.Backend, prefix string) *site {
 }
 
 // startSiteWith is startSiteAt with tweak applied to hookd's config.
-func startSiteWith(t *testing.T, backend dbtest.Backend, prefix string, tweak func(*hookd.Config)) *site {
+func startSiteWith(t *testing.T, backend dbtest.Backend, prefix string, tweak func(*app.Config)) *site {
 	t.Helper()
 	cfg := hookdtest.Config(backend.Config(t))
 	cfg.EventTypes = catalog
@@ -86,7 +86,7 @@ func startSiteWith(t *testing.T, backend dbtest.Backend, prefix string, tweak fu
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	s := &site{t: t, h: h.Parts, srv: srv, logs: logs, keys: map[string]string{}, prefix: prefix}
+	s := &site{t: t, h: h, srv: srv, logs: logs, keys: map[string]string{}, prefix: prefix}
 	if _, err := s.h.Ops.CreateOwner(ctx, "shop", "kwork", map[string]string{"app": "shop-sync", "environment": "test"}); err != nil {
 		t.Fatal(err)
 	}

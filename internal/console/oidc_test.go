@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/audit"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/store"
@@ -80,8 +80,8 @@ func TestOIDCSignin(t *testing.T) {
 	for _, backend := range dbtest.Backends() {
 		t.Run(backend.Name, func(t *testing.T) {
 			idp := startProvider(t)
-			s := startSiteWith(t, backend, "", func(cfg *hookd.Config) {
-				cfg.OIDC = &hookd.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+			s := startSiteWith(t, backend, "", func(cfg *app.Config) {
+				cfg.OIDC = &app.OIDCConfig{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
 					OperatorValues: []string{"hookd-ops"}, AdminValues: map[string]string{"acme-team": "acme"}}
 				cfg.ConsoleKeySigninOff = true
 			})

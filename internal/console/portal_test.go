@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/dbtest"
 )
 
@@ -28,7 +28,7 @@ func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 func portalSite(t *testing.T, b dbtest.Backend, hostOrigins ...string) (*site, *clock) {
 	t.Helper()
 	clk := &clock{}
-	s := startSiteWith(t, b, "", func(c *hookd.Config) {
+	s := startSiteWith(t, b, "", func(c *app.Config) {
 		c.Now = clk.now
 		c.PortalFrameOrigins = hostOrigins
 	})

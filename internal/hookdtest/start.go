@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookd/hookd"
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -20,8 +20,8 @@ var MasterKey = bytes.Repeat([]byte{7}, 32)
 // an engine of package dbtest): the test master key, egress to 127.0.0.1
 // allowed (the receivers are httptest servers), workers on, and a 50 ms
 // fetch poll so a test does not wait on River's default second.
-func Config(dbc store.Config) hookd.Config {
-	return hookd.Config{
+func Config(dbc store.Config) app.Config {
+	return app.Config{
 		Database: dbc.URL, Schema: dbc.Schema,
 		MasterKey:         MasterKey,
 		EgressAllow:       []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
@@ -33,7 +33,7 @@ func Config(dbc store.Config) hookd.Config {
 // Start opens hookd with cfg (usually [Config], changed), starts it and
 // serves its Handler on a loopback server. When t ends the server is closed
 // and hookd stopped (up to 10 s for in-flight work) and closed.
-func Start(t testing.TB, cfg hookd.Config) (Hookd, *httptest.Server) {
+func Start(t testing.TB, cfg app.Config) (Hookd, *httptest.Server) {
 	t.Helper()
 	h := Open(t, cfg)
 	api := httptest.NewServer(h.Handler())
@@ -45,10 +45,10 @@ func Start(t testing.TB, cfg hookd.Config) (Hookd, *httptest.Server) {
 // way (mounted in an app's mux, say): it opens hookd with cfg and starts it.
 // When t ends hookd is stopped (up to 10 s for in-flight work) and closed,
 // after any server the test registered afterwards is closed.
-func Open(t testing.TB, cfg hookd.Config) Hookd {
+func Open(t testing.TB, cfg app.Config) Hookd {
 	t.Helper()
 	ctx := context.Background()
-	h, err := hookd.Open(ctx, cfg)
+	h, err := app.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -63,5 +63,5 @@ func Open(t testing.TB, cfg hookd.Config) Hookd {
 			t.Logf("close hookd: %v", err)
 		}
 	})
-	return Wrap(h)
+	return Hookd{h}
 }

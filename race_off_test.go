@@ -1,5 +1,0 @@
-//go:build !race
-
-package hookd_test
-
-const raceEnabled = false

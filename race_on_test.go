@@ -1,7 +1,0 @@
-//go:build race
-
-package hookd_test
-
-// raceEnabled: the race detector slows SQLite (modernc, translated C) and
-// the tests many times over; bulk tests size themselves down under it.
-const raceEnabled = true
