@@ -14,11 +14,17 @@ import (
 // dashboard's series do not come and go.
 var riverStates = []string{"available", "scheduled", "running", "retryable", "pending", "completed", "cancelled", "discarded"}
 
+// StatsReader is all the collector reads from the database: one
+// snapshot of the gauges' figures (*store.DB is one).
+type StatsReader interface {
+	ReadStats(ctx context.Context, now int64) (*store.Stats, error)
+}
+
 // DBCollector reads the backlog, the endpoints by state and River's queue
 // depth from the database when Prometheus scrapes, within Timeout: these
 // gauges cost the hot path nothing.
 type DBCollector struct {
-	DB      *store.DB
+	DB      StatsReader
 	Queues  []string // always reported, even when empty
 	Now     func() time.Time
 	Timeout time.Duration
