@@ -114,7 +114,12 @@ func TestSnoozedNotDrained(t *testing.T) {
 		b.registerType("busy.receiver")
 		ep := b.endpoint(rc.URL, "busy.receiver")
 		held := b.publish("busy.receiver", `{}`)
-		b.waitDelivery(ep.ID, held, wait, func(d deliveryOut) bool { return d.LastStatus == 429 })
+		first := b.waitDelivery(ep.ID, held, wait, func(d deliveryOut) bool { return d.LastStatus == 429 })
+		// The first job's work is over (its snooze recorded, the lease let
+		// go) before the clock moves: the row shows the 429 a moment
+		// earlier, and what the job writes after it, read at a clock
+		// already moved on, would hold the endpoint a minute more.
+		b.waitJob(first.JobID, func(j *rivertype.JobRow) bool { return j.State == rivertype.JobStateScheduled })
 		// Due now by hookd's clock; clear the failure's cooldown so the
 		// next event goes at once, and its job drains after its success.
 		b.clock.Advance(61 * time.Second)
