@@ -68,6 +68,10 @@ func Classify(resp egress.Response, err error, now time.Time, maxWait time.Durat
 			return Outcome{Verdict: Discard, Error: "egress blocked: " + err.Error()}
 		case errors.Is(err, egress.ErrToken):
 			return Outcome{Verdict: Retry, Error: err.Error()} // names the token server's answer
+		case isTimeout(err) && errors.Is(err, egress.ErrHandshake):
+			// Said apart: a receiver (or a machine) too slow to finish
+			// the handshake never had the request.
+			return Outcome{Verdict: Retry, Error: "timeout: the TLS handshake did not finish in time"}
 		case isTimeout(err):
 			return Outcome{Verdict: Retry, Error: "timeout: no complete answer in time"}
 		}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +171,40 @@ func TestSnoozedFree(t *testing.T) {
 		if got := snoozedFree(&c.d); got != c.want {
 			t.Errorf("%s (%q): snoozed %v, want %v", c.name, c.d.LastError, got, c.want)
 		}
+	}
+}
+
+// TestClassifyHandshakeTimeout: a receiver that takes the connection but
+// never finishes the TLS handshake is told apart from one that took the
+// request and did not answer: the error names the handshake.
+func TestClassifyHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept() // accepted, never spoken to
+		if err == nil {
+			held <- c
+		}
+	}()
+	defer func() {
+		select {
+		case c := <-held:
+			c.Close()
+		default:
+		}
+	}()
+	c := egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Timeout: 300 * time.Millisecond})
+	resp, err := c.Post(t.Context(), "https://"+ln.Addr().String()+"/", http.Header{}, []byte("{}"))
+	if err == nil {
+		t.Fatalf("a receiver that never speaks TLS answered %d", resp.StatusCode)
+	}
+	got := Classify(resp, err, time.Now(), time.Hour, profile.Standard{})
+	if got.Verdict != Retry || !strings.Contains(got.Error, "TLS handshake did not finish") {
+		t.Fatalf("handshake that never ends (%v): got %v %q, want a retry naming the TLS handshake", err, got.Verdict, got.Error)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	neturl "net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -277,6 +278,21 @@ func (c *Client) postOAuth2(ctx context.Context, url string, auth *endpoint.Auth
 
 // send posts body to url through hc; ctx carries the timeout.
 func (c *Client) send(ctx context.Context, hc *http.Client, url string, header http.Header, body []byte, release func()) (Response, error) {
+	var trace httptrace.ClientTrace
+	// handshake is 1 once a TLS handshake has begun, 2 once one has
+	// succeeded, so an error that came before any succeeded is told apart
+	// (ErrHandshake): a receiver that never finishes the handshake, or
+	// refuses it, is not one that took the request and hung. Only for
+	// https: plain http pays nothing.
+	var handshake atomic.Int32
+	if len(url) > 6 && strings.EqualFold(url[:6], "https:") {
+		trace.TLSHandshakeStart = func() { handshake.CompareAndSwap(0, 1) }
+		trace.TLSHandshakeDone = func(_ tls.ConnectionState, err error) {
+			if err == nil {
+				handshake.Store(2)
+			}
+		}
+	}
 	if release != nil {
 		// The body stays a *bytes.Reader, which the transport writes
 		// with the headers in one packet (it flushes the headers first for
@@ -293,10 +309,11 @@ func (c *Client) send(ctx context.Context, hc *http.Client, url string, header h
 			}
 		}
 		defer done()
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn:      func(httptrace.GotConnInfo) { writers.Add(1) },
-			WroteRequest: func(httptrace.WroteRequestInfo) { done() },
-		})
+		trace.GotConn = func(httptrace.GotConnInfo) { writers.Add(1) }
+		trace.WroteRequest = func(httptrace.WroteRequestInfo) { done() }
+	}
+	if trace.GotConn != nil || trace.TLSHandshakeStart != nil {
+		ctx = httptrace.WithClientTrace(ctx, &trace)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -318,6 +335,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, url string, header h
 	start := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
+		if handshake.Load() == 1 {
+			return Response{}, &handshakeError{err}
+		}
 		return Response{}, err
 	}
 	// Drain up to the cap so a small body leaves the connection reusable;

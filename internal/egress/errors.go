@@ -48,3 +48,15 @@ func blockedAddr(addr, reason, prefix string) *BlockedError {
 		fix:    fmt.Sprintf("%s (e.g. %s)", allowHint, prefix),
 	}
 }
+
+// ErrHandshake is matched by an error that came while a TLS handshake
+// with the receiver was under way (it has not answered the handshake in
+// time, or refused it): the request was never sent.
+var ErrHandshake = errors.New("TLS handshake with the receiver not finished")
+
+// handshakeError is an error that came during a TLS handshake: it matches
+// ErrHandshake and still what it wraps (a timeout stays a timeout).
+type handshakeError struct{ err error }
+
+func (e *handshakeError) Error() string   { return ErrHandshake.Error() + ": " + e.err.Error() }
+func (e *handshakeError) Unwrap() []error { return []error{ErrHandshake, e.err} }
