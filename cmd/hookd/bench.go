@@ -31,6 +31,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.IntVar(&o.Noisy, "noisy", 0, "add another owner with this many endpoints that never answer (each attempt waits out the 10 s timeout), to measure the others beside an outage")
 	fs.DurationVar(&o.NoisyDelay, "noisy-delay", 0, "with --noisy: the noisy owner's receiver answers 200 after this long (a slow owner) instead of never (a dead one)")
 	fs.IntVar(&o.NoisyEvents, "noisy-events", 0, "events published to the noisy owner's endpoints before the run (default 10 with --noisy)")
+	fs.IntVar(&o.Soak, "soak", 0, "fill the database with this many finished deliveries (over the last 25 days) before the run, and time the owner's API and console pages at that size (docs/performance.md, \"At volume\")")
 	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	fs.StringVar(&o.Executable, "hookd", "", "with --spawn: the hookd binary to serve (default this one), e.g. another build to compare")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")

@@ -58,6 +58,11 @@ type Options struct {
 	// queue, subject, stream or topic, verifies and counts every message
 	// as the receiver does a request. "" is HTTP.
 	Destination string
+	// Soak fills the database with this many finished deliveries (and
+	// their events) of the plan's endpoints before the run, spread over
+	// the last 25 days, and times the owner's pages at that size
+	// (soak.go, pages.go): the run then measures hookd at volume.
+	Soak int
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
@@ -185,6 +190,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("destination %q: use amqp, nats, kafka or redis (or none: HTTP)", o.Destination)
 	case o.Destination != "" && (o.PublishOnly || o.Noisy > 0 || o.ReceiverDelay > 0):
 		return errors.New("--destination measures deliveries to a broker: drop --publish-only, --noisy and --receiver-delay")
+	case o.Soak < 0:
+		return errors.New("--soak must not be negative")
+	case o.Soak > 0 && (o.PublishOnly || o.Destination != ""):
+		return errors.New("--soak fills a history of HTTP deliveries: drop --publish-only and --destination")
 	case o.Rate < 0:
 		return errors.New("rate must not be negative")
 	case o.Profile != ProfileStandard && o.Profile != ProfileKwork:
@@ -265,6 +274,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, err
 		}
 		defer dead.close()
+	}
+	if opts.Soak > 0 {
+		if err := soak(ctx, opts, db, plan, srv.url, &res, step); err != nil {
+			return res, fmt.Errorf("soak: %w", err)
+		}
 	}
 	step("ready in %v; publishing %d events (%s) for %d deliveries", time.Since(began).Round(time.Millisecond), opts.Events, res.Mode(), plan.expected)
 

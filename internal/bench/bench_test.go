@@ -207,3 +207,60 @@ func TestRunDestination(t *testing.T) {
 		})
 	}
 }
+
+// TestSoak fills a small history on each engine and times the pages at
+// that size: every filled delivery written, each page answered with the
+// rows it must show (the probes check them), the tables measured, and
+// the run's deliveries all arriving beside the history.
+func TestSoak(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		db   func(t *testing.T) string
+	}{
+		{"sqlite", func(*testing.T) string { return "sqlite" }},
+		{"postgres", func(t *testing.T) string { return dbtest.PostgresURL(t) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			res, err := bench.Run(context.Background(), bench.Options{
+				DB: c.db(t), Soak: 6000, Events: 10, Endpoints: 4, Owners: 2,
+				BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+				Progress: &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			// 2 endpoints an owner: 3,000 events, 2 deliveries each.
+			if res.Filled != 6000 {
+				t.Errorf("filled %d deliveries, want 6000", res.Filled)
+			}
+			if len(res.Pages) != 11 {
+				t.Errorf("%d pages timed, want the 11 of pages.go: %+v", len(res.Pages), res.Pages)
+			}
+			for _, pg := range res.Pages {
+				if pg.P50 <= 0 || pg.P99 < pg.P50 {
+					t.Errorf("page %s: p50 %v, p99 %v", pg.Name, pg.P50, pg.P99)
+				}
+			}
+			if res.TableBytes < 6000*100 {
+				t.Errorf("tables hold %d bytes for 6,000 deliveries: not measured", res.TableBytes)
+			}
+			if !res.OK() || res.Received != 20 {
+				t.Errorf("the run beside the history: received %d of 20, lost %d", res.Received, res.Lost)
+			}
+		})
+	}
+}
+
+// TestSoakRefusesBadOptions: a negative soak, or one with nothing to
+// fill it with, is refused before anything starts.
+func TestSoakRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	for _, o := range []bench.Options{{Soak: -1}, {Soak: 10, PublishOnly: true}} {
+		if _, err := bench.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "soak") {
+			t.Errorf("options %+v: err %v, want one naming --soak", o, err)
+		}
+	}
+}

@@ -19,7 +19,9 @@ type plan struct {
 	// noisy owner's (Options.Noisy).
 	keys     []string
 	noisyKey string
-	noisy    bool
+	// endpointIDs[j] is endpoint j's id (set by setupEndpoints).
+	endpointIDs []string
+	noisy       bool
 }
 
 func newPlan(o Options) *plan {

@@ -41,6 +41,14 @@ type Result struct {
 	RSSScope string
 	// Stalled: the wait ended before every pair arrived.
 	Stalled bool
+	// Filled is how many deliveries the soak wrote before the run, in
+	// FillDuration; TableBytes is the size of hookd's event and delivery
+	// tables with their indexes after it (the SQLite file's size);
+	// Pages the owner's pages timed at that size.
+	Filled       int
+	FillDuration time.Duration
+	TableBytes   int64
+	Pages        []PageTiming
 	// NoisyAttempts is how many requests the noisy owner's dead receiver
 	// got during the run, NoisyHanging how many hung at its end.
 	NoisyAttempts, NoisyHanging int64
@@ -132,6 +140,12 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		}
 		line("noisy", "another owner: %d endpoints %s, %d events to them; %d attempts reached them, %d hanging at the end", o.Noisy, how, o.NoisyEvents, r.NoisyAttempts, r.NoisyHanging)
 	}
+	if r.Filled > 0 {
+		line("soak", "%d finished deliveries filled in %v before the run (%s of tables and indexes)", r.Filled, r.FillDuration.Round(time.Second), sizeOf(r.TableBytes))
+		for _, pg := range r.Pages {
+			line("page "+pg.Name, "p50 %v, p99 %v (%d requests, one at a time)", pg.P50.Round(time.Microsecond*100), pg.P99.Round(time.Microsecond*100), pageRounds)
+		}
+	}
 	line("publishing", "%s", r.Mode())
 	switch o.Generator {
 	case GeneratorLoop:
@@ -206,4 +220,11 @@ func (r Result) writeCPU(line func(name, format string, args ...any)) {
 	if per > 0 {
 		line("cpu per "+what, "%.3f ms (hookd + postgres backends)", float64(c.Total().Microseconds())/1000/float64(per))
 	}
+}
+
+func sizeOf(b int64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }

@@ -17,6 +17,7 @@ func setupEndpoints(ctx context.Context, api *client, p *plan, rcv *receiver, de
 			return fmt.Errorf("register event type: %w", err)
 		}
 	}
+	p.endpointIDs = make([]string, p.endpoints)
 	return forEach(ctx, p.endpoints, 8, func(ctx context.Context, j int) error {
 		k := j % p.owners
 		url := rcv.endpointURL(j)
@@ -31,6 +32,7 @@ func setupEndpoints(ctx context.Context, api *client, p *plan, rcv *receiver, de
 		if err := api.call(ctx, http.MethodPost, "/api/admin/webhooks", p.keys[k], in, http.StatusCreated, &out); err != nil {
 			return fmt.Errorf("create endpoint %d: %w", j, err)
 		}
+		p.endpointIDs[j] = out.ID // each goroutine its own j
 		return rcv.register(j, out.Secret)
 	})
 }

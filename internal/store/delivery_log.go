@@ -28,6 +28,16 @@ type DeliveryFilter struct {
 // (endpoint_id, id) index serves the order, so a page costs its rows, not
 // the endpoint's whole log.
 func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpoint.Delivery, error) {
+	sql, args := deliveryLogSQL(f)
+	out, err := collect(ctx, q, scanDelivery, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// deliveryLogSQL is ListDeliveriesWhere's statement and arguments.
+func deliveryLogSQL(f DeliveryFilter) (string, []any) {
 	var sb strings.Builder
 	args := []any{f.EndpointID, f.OwnerID}
 	sb.WriteString(`SELECT ` + deliveryCols + ` FROM hookd_deliveries WHERE endpoint_id = $1 AND owner_id = $2`)
@@ -35,7 +45,15 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 		args = append(args, v)
 		fmt.Fprintf(&sb, " AND "+cond, len(args))
 	}
-	if f.State != "" {
+	switch f.State {
+	case "":
+	case endpoint.Pending, endpoint.Failed:
+		// A literal, not a parameter: only then may PostgreSQL's cached
+		// generic plan use the state's partial (endpoint_id, id) index,
+		// and the filtered page costs its rows instead of a walk through
+		// the endpoint's whole log (issue 48's soak found it).
+		fmt.Fprintf(&sb, " AND state = '%s'", f.State)
+	default:
 		add("state = $%d", string(f.State))
 	}
 	if f.EventType != "" {
@@ -52,11 +70,7 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 	}
 	args = append(args, f.Limit)
 	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	out, err := collect(ctx, q, scanDelivery, sb.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
-	}
-	return out, nil
+	return sb.String(), args
 }
 
 // GetDelivery returns one delivery of one of an owner's endpoints.

@@ -30,3 +30,6 @@ func WithDeliverySQL(n int) string { return withDeliverySQL(n) }
 // LockForRestore takes the lock hookd restore holds on the SQLite file at
 // path.
 func LockForRestore(path string) (interface{ Release() error }, error) { return lockExclusive(path) }
+
+// DeliveryLogSQL is ListDeliveriesWhere's statement and arguments.
+func DeliveryLogSQL(f DeliveryFilter) (string, []any) { return deliveryLogSQL(f) }
