@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/ops"
 )
 
 type portalLink struct {
@@ -36,6 +37,22 @@ func TestPortalLinkInput(t *testing.T) {
 			}
 			if d := ok.ExpiresAt.Sub(before); d < 59*time.Minute || d > 61*time.Minute {
 				t.Errorf("default expiry %v from now, want 1 h", d)
+			}
+			// The database keeps the token's hash, never the token: the
+			// link's row is found by HashPortalToken and by nothing else.
+			if n := dbtest.Count(t, s.h.DB, `SELECT count(*) FROM hookd_portal_links WHERE hash = $1`, ops.HashPortalToken(token)); n != 1 {
+				t.Errorf("%d links stored under the token's hash, want 1", n)
+			}
+			if n := dbtest.Count(t, s.h.DB, `SELECT count(*) FROM hookd_portal_links WHERE hash = $1 OR return_url LIKE $2 OR features LIKE $2`, []byte(token), "%"+token+"%"); n != 0 {
+				t.Errorf("the token itself is stored (%d rows)", n)
+			}
+			opened := s.open(ok.URL)
+			session := opened[strings.LastIndex(opened, "/")+1:]
+			if n := dbtest.Count(t, s.h.DB, `SELECT count(*) FROM hookd_portal_sessions WHERE hash = $1`, []byte(session)); n != 0 {
+				t.Errorf("the session token itself is stored (%d rows)", n)
+			}
+			if n := dbtest.Count(t, s.h.DB, `SELECT count(*) FROM hookd_portal_sessions`); n != 1 {
+				t.Errorf("%d sessions after opening one link, want 1", n)
 			}
 			var week portalLink
 			if st := s.api(s.keys["acme"], http.MethodPost, "/api/admin/portal/links", map[string]any{"ttl": "7d", "features": []string{"endpoints", "deliveries"}, "read_only": true, "locale": "zh-CN", "return_url": "https://app.example.com/settings"}, &week); st != http.StatusCreated {
@@ -77,8 +94,8 @@ func TestPortalLinkInput(t *testing.T) {
 				}
 			}
 			var revoked struct{ Sessions, Links int64 }
-			if st := s.api(s.keys["acme"], http.MethodPost, "/api/admin/portal/revoke_sessions", nil, &revoked); st != http.StatusOK || revoked.Links != 2 {
-				t.Errorf("revoke acme's portal: %d %+v, want 200 with its 2 links spent", st, revoked)
+			if st := s.api(s.keys["acme"], http.MethodPost, "/api/admin/portal/revoke_sessions", nil, &revoked); st != http.StatusOK || revoked.Links != 1 || revoked.Sessions != 1 {
+				t.Errorf("revoke acme's portal: %d %+v, want 200 with its unused link spent and its session ended", st, revoked)
 			}
 		})
 	}

@@ -291,6 +291,17 @@ func TestPortalFraming(t *testing.T) {
 	if csp := a.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || a.header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("no origins: CSP %q, X-Frame-Options %q", csp, a.header.Get("X-Frame-Options"))
 	}
+	// The console's CSP stays in the portal: scripts and styles from hookd
+	// only, nothing inline, forms posted to hookd only.
+	csp := a.header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'self';", "style-src 'self';", "form-action 'self'", "base-uri 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("the portal's CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-") {
+		t.Errorf("the portal's CSP allows something unsafe: %q", csp)
+	}
 	s, _ := portalSite(t, b, "http://127.0.0.1:9")
 	if st := s.api(s.keys["operator"], http.MethodPatch, "/api/admin/owners/acme", map[string]any{"attributes": map[string]string{"portal_frame_origins": "https://app.acme.example, https://beta.acme.example"}}, nil); st != http.StatusOK {
 		t.Fatalf("set acme's frame origins: %d", st)
