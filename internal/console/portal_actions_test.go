@@ -114,3 +114,26 @@ func TestPortalActions(t *testing.T) {
 		})
 	}
 }
+
+// TestPortalErrorsInLanguage: a Chinese portal's refusals are Chinese,
+// the op's own and the portal's: a bad URL in the endpoint form, a
+// read-only session's refused change and a feature the link left out.
+func TestPortalErrorsInLanguage(t *testing.T) {
+	s, _ := portalSite(t, dbtest.Backends()[0])
+	base := s.open(s.link(s.keys["acme"], map[string]any{"locale": "zh-Hans", "features": []string{"endpoints"}}))
+	m := csrfField.FindStringSubmatch(fetch(t, http.MethodGet, base+"/webhooks/new", nil, "").body)
+	if m == nil {
+		t.Fatal("the form has no CSRF field")
+	}
+	bad := fetch(t, http.MethodPost, base+"/webhooks", url.Values{"csrf": {m[1]}, "url": {"ftp://x"}, "types": {"invoice.paid"}}, s.srv.URL)
+	if bad.status != http.StatusUnprocessableEntity || !strings.Contains(bad.body, "不是有效的网址") || strings.Contains(bad.body, "is not a valid") {
+		t.Errorf("a bad URL in a Chinese portal: %d, want 422 in Chinese", bad.status)
+	}
+	if a := fetch(t, http.MethodGet, base+"/event_types", nil, ""); a.status != http.StatusForbidden || !strings.Contains(a.body, "此门户链接不包含") {
+		t.Errorf("a feature left out, in Chinese: %d", a.status)
+	}
+	ro := s.open(s.link(s.keys["acme"], map[string]any{"locale": "zh-Hans", "read_only": true}))
+	if a := fetch(t, http.MethodPost, ro+"/webhooks", url.Values{"csrf": {readOnlyCSRF(ro)}, "url": {"https://example.com/x"}}, s.srv.URL); a.status != http.StatusForbidden || !strings.Contains(a.body, "此门户为只读") || !strings.Contains(a.body, "禁止访问") {
+		t.Errorf("a read-only refusal in Chinese: %d", a.status)
+	}
+}
