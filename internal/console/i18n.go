@@ -227,5 +227,18 @@ func funcsFor(l *locale, now func() time.Time) template.FuncMap {
 		"rfc":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		// auditValue shows an audit change's value (audit.go).
 		"auditValue": auditValue,
+		"typedesc":   l.typeDescription,
 	}
+}
+
+// typeDescription is an event type's description in l's language. hookd's
+// own types (hookd.*, webhook.test, kwork's app.* and open.ping) have
+// theirs in the catalog as type.<name>, used while the description is
+// still hookd's English; one the operator wrote is shown as written.
+func (l *locale) typeDescription(name, description string) string {
+	key := "type." + name
+	if en, ok := messageKeys[language.English][key]; ok && en == description {
+		return l.T(key)
+	}
+	return description
 }

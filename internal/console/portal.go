@@ -44,8 +44,9 @@ func portalOf(r *http.Request) *portalSession {
 	return p
 }
 
-// The portal's routes: each a console handler, the feature it belongs to,
-// and whether it changes anything (refused in a read-only session).
+// The portal's routes: each a console handler, the feature it belongs to
+// ("": every session's), and whether it changes anything (refused in a
+// read-only session).
 type portalRoute struct {
 	pattern string
 	feature string
@@ -55,7 +56,7 @@ type portalRoute struct {
 
 func (c *Console) portalRoutes() []portalRoute {
 	return []portalRoute{
-		{"GET /{$}", ops.FeatureEndpoints, false, c.home},
+		{"GET /{$}", "", false, c.portalHome},
 		{"GET /webhooks", ops.FeatureEndpoints, false, c.listEndpoints},
 		{"GET /webhooks/new", ops.FeatureEndpoints, true, c.newEndpoint},
 		{"POST /webhooks", ops.FeatureEndpoints, true, c.createEndpoint},
@@ -101,6 +102,21 @@ func (c *Console) portalMux() *http.ServeMux {
 	return m
 }
 
+// portalHome is where opening a link lands: the endpoint list, or for a
+// link without endpoints (ops lets only event_types and grants go
+// without) the first page it shows.
+func (c *Console) portalHome(w http.ResponseWriter, r *http.Request, s *session) {
+	p := s.portal
+	switch {
+	case p.sees(ops.FeatureEndpoints):
+		c.home(w, r, s)
+	case p.sees(ops.FeatureEventTypes):
+		c.redirect(w, r, "/admin/event_types")
+	default:
+		c.redirect(w, r, "/admin/grants")
+	}
+}
+
 // brandCSS is the owner's accent colour (checked when it was set: a
 // colour and nothing else), as a stylesheet: the CSP allows no inline
 // style.
@@ -132,7 +148,7 @@ func (c *Console) portalOnly(rt portalRoute) http.Handler {
 		s := portalSessionOf(r)
 		p := s.portal
 		switch {
-		case !p.sees(rt.feature):
+		case rt.feature != "" && !p.sees(rt.feature):
 			c.fail(w, r, s, apperr.New(apperr.Forbidden, "this portal link does not include %s", rt.feature).Keyed("portal.feature", rt.feature))
 			return
 		case rt.write && p.readOnly:

@@ -25,7 +25,7 @@ var deliveryLink = regexp.MustCompile(`href="(/portal/s/[^"]+/deliveries/[^"]+)"
 // sideways. With HOOKD_SCREENSHOTS=1 the pictures go to docs/screenshots.
 func TestPortalPages(t *testing.T) {
 	host, _ := hostPage(t)
-	s, _ := portalSite(t, dbtest.Backends()[0], host.URL)
+	s, clk := portalSite(t, dbtest.Backends()[0], host.URL)
 	rc := newReceiver(t, false)
 	var ep struct {
 		ID     string `json:"id"`
@@ -59,16 +59,27 @@ func TestPortalPages(t *testing.T) {
 		} else {
 			t.Fatal("the log links to no delivery")
 		}
-		pages := []struct{ name, path string }{
-			{"endpoints", "/webhooks"},
-			{"endpoint", "/webhooks/" + ep.ID},
-			{"endpoint-new", "/webhooks/new"},
-			{"deliveries", "/webhooks/" + ep.ID + "/deliveries"},
-			{"delivery", strings.TrimPrefix(delivery, strings.TrimPrefix(base, portalOrigin))},
-			{"event-types", "/event_types"},
-			{"events", "/events"},
-			{"grants", "/grants"},
-			{"link-used", ""},
+		readOnly := strings.Replace(s.open(s.link(s.keys["acme"], map[string]any{"locale": lang, "read_only": true})), s.srv.URL, portalOrigin, 1)
+		expired := strings.Replace(s.link(s.keys["acme"], map[string]any{"locale": lang, "ttl": "30m"}), s.srv.URL, portalOrigin, 1)
+		clk.advance(31 * time.Minute) // the sessions above last an hour
+		pages := []struct {
+			name, url string
+			act       func(context.Context) error // after the page loaded
+		}{
+			{"endpoints", base + "/webhooks", nil},
+			{"endpoint", base + "/webhooks/" + ep.ID, nil},
+			{"endpoint-read-only", readOnly + "/webhooks/" + ep.ID, nil},
+			{"endpoint-new", base + "/webhooks/new", nil},
+			{"endpoint-edit", base + "/webhooks/" + ep.ID + "/edit", nil},
+			{"secret", base + "/webhooks/new", submitNewEndpoint(rc.URL + "/new")},
+			{"deliveries", base + "/webhooks/" + ep.ID + "/deliveries", nil},
+			{"delivery", portalOrigin + delivery, nil},
+			{"event-types", base + "/event_types", nil},
+			{"events", base + "/events", nil},
+			{"grants", base + "/grants", nil},
+			{"grant-new", base + "/grants/new", nil},
+			{"link-used", strings.Replace(link, s.srv.URL, portalOrigin, 1), nil},
+			{"link-expired", expired, nil},
 		}
 		for _, pg := range pages {
 			for _, width := range []int64{1280, 360} {
@@ -77,14 +88,13 @@ func TestPortalPages(t *testing.T) {
 				// inside chromedp (its node map written while its event
 				// loop reads it) under -race. TestPortalEmbedded covers the
 				// page framed.
-				url := base + pg.path
-				if pg.name == "link-used" {
-					url = strings.Replace(link, s.srv.URL, portalOrigin, 1)
-				}
 				ctx, cancel := context.WithTimeout(tab, 30*time.Second)
 				err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 800))
 				if err == nil {
-					err = chromedp.Do(ctx, chromedp.Navigate(url))
+					err = chromedp.Do(ctx, chromedp.Navigate(pg.url))
+				}
+				if err == nil && pg.act != nil {
+					err = pg.act(ctx)
 				}
 				var height int64
 				if err == nil {
@@ -117,5 +127,52 @@ func TestPortalPages(t *testing.T) {
 				}
 			}
 		}
+		// The endpoints the secret pictures made are gone again: the next
+		// language's list shows the one endpoint.
+		var eps struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		s.api(s.keys["acme"], http.MethodGet, "/api/admin/webhooks", nil, &eps)
+		for _, e := range eps.Data {
+			if e.ID != ep.ID {
+				if st := s.api(s.keys["acme"], http.MethodDelete, "/api/admin/webhooks/"+e.ID, nil, nil); st != http.StatusNoContent && st != http.StatusOK {
+					t.Fatalf("delete endpoint %s: %d", e.ID, st)
+				}
+			}
+		}
+	}
+}
+
+// submitNewEndpoint fills the new-endpoint form with url and one event
+// type and submits it, as a customer would, waiting for the page that
+// shows the secret once. The click runs after the evaluation returns (the
+// navigation it starts would end the evaluation's context), and each look
+// for the secret waits on animation frames for up to 2 s, tried again when
+// the page changed under it.
+func submitNewEndpoint(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(function () {
+  document.getElementById("url").value = %q;
+  document.querySelector('input[value="invoice.paid"]').checked = true;
+  var submit = document.querySelector("form.form button[type=submit]");
+  setTimeout(function () { submit.click(); }, 0);
+  return true;
+})()`, url)))
+		look := `new Promise(function (done) {
+  var end = performance.now() + 2000;
+  (function look() {
+    if (document.getElementById("secret")) return done(true);
+    if (performance.now() > end) return done(false);
+    requestAnimationFrame(look);
+  })();
+})`
+		for err == nil {
+			shown, lookErr := chromedp.Run(ctx, chromedp.Evaluate[bool](look, chromedp.EvalAwaitPromise))
+			if shown && lookErr == nil {
+				return nil
+			}
+			err = ctx.Err() // a look the navigation cut short is tried again
+		}
+		return err
 	}
 }

@@ -199,8 +199,10 @@ func TestPortalLimits(t *testing.T) {
 			csrf := []string{"", readOnlyCSRF(ro)}
 			for _, p := range []string{"/webhooks/" + mine.ID + "/enabled", "/webhooks/" + mine.ID + "/delete", "/webhooks/" + mine.ID + "/rotate_secret", "/webhooks", "/webhooks/" + mine.ID + "/send_test"} {
 				a := fetch(t, http.MethodPost, ro+p, url.Values{"csrf": {csrf[1]}, "enabled": {"false"}, "confirm": {"yes"}, "url": {"https://example.com/x"}}, s.srv.URL)
-				if a.status != http.StatusForbidden {
-					t.Errorf("read-only POST %s: %d, want 403", p, a.status)
+				// Refused as read-only, not for a bad CSRF token: else this
+				// would pass however read-only behaved.
+				if a.status != http.StatusForbidden || !strings.Contains(a.body, "This portal is read-only") {
+					t.Errorf("read-only POST %s: %d, want 403 saying the portal is read-only", p, a.status)
 				}
 			}
 			if got := fetch(t, http.MethodGet, ro+"/webhooks/new", nil, ""); got.status != http.StatusForbidden {
@@ -290,6 +292,17 @@ func TestPortalFraming(t *testing.T) {
 	a := fetch(t, http.MethodGet, none.open(none.link(none.keys["acme"], nil))+"/webhooks", nil, "")
 	if csp := a.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || a.header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("no origins: CSP %q, X-Frame-Options %q", csp, a.header.Get("X-Frame-Options"))
+	}
+	// The console's CSP stays in the portal: scripts and styles from hookd
+	// only, nothing inline, forms posted to hookd only.
+	csp := a.header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'self';", "style-src 'self';", "form-action 'self'", "base-uri 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("the portal's CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-") {
+		t.Errorf("the portal's CSP allows something unsafe: %q", csp)
 	}
 	s, _ := portalSite(t, b, "http://127.0.0.1:9")
 	if st := s.api(s.keys["operator"], http.MethodPatch, "/api/admin/owners/acme", map[string]any{"attributes": map[string]string{"portal_frame_origins": "https://app.acme.example, https://beta.acme.example"}}, nil); st != http.StatusOK {

@@ -392,7 +392,7 @@ func TestGoodPaths(t *testing.T) {
 			t.Run("portal", func(t *testing.T) {
 				ctx := ops.WithBasePath(ops.WithOrigin(context.Background(), "https://hooks.example.com"), "/webhooks")
 				op := s.Op("portal.create_link")
-				out, err := op.Call(ctx, admin, &ops.CreatePortalLinkIn{TTL: "2h", Features: []string{"deliveries"}, Locale: "zh-CN", ReturnURL: "https://app.example.com/back"})
+				out, err := op.Call(ctx, admin, &ops.CreatePortalLinkIn{TTL: "2h", Features: []string{"endpoints", "deliveries"}, Locale: "zh-CN", ReturnURL: "https://app.example.com/back"})
 				if err != nil {
 					t.Fatal(err)
 				}

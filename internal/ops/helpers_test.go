@@ -279,6 +279,10 @@ func TestPortalFeatures(t *testing.T) {
 		{"kwork", []string{"grants"}, "", `"grants" is not offered to a kwork owner`},
 		{"standard", []string{"endpoints", "billing"}, "", `"billing" is not a portal feature; choose from endpoints, event_types`},
 		{"standard", []string{"Endpoints"}, "", "is not a portal feature"},
+		{"standard", []string{}, "", "the list is empty: name at least one of endpoints"},
+		{"standard", []string{"send_test"}, "", `"send_test" lives on the endpoint pages: add "endpoints"`},
+		{"kwork", []string{"deliveries", "event_types"}, "", `"deliveries" lives on the endpoint pages: add "endpoints"`},
+		{"standard", []string{"event_types", "grants"}, "event_types,grants", ""},
 	} {
 		got, err := portalFeatures(c.asked, c.profile)
 		if c.says != "" {

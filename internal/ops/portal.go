@@ -167,8 +167,13 @@ func ProfileFeatures(profile string) []string {
 
 func portalFeatures(asked []string, profile string) ([]string, error) {
 	has := ProfileFeatures(profile)
-	if len(asked) == 0 {
+	if asked == nil {
 		return has, nil
+	}
+	if len(asked) == 0 {
+		// An empty list is not "every feature": a producer that meant
+		// none would hand out everything.
+		return nil, apperr.New(apperr.Invalid, "features: the list is empty: name at least one of %s, or leave features out for every one the owner's profile has", strings.Join(has, ", "))
 	}
 	var out []string
 	for _, f := range asked {
@@ -181,8 +186,21 @@ func portalFeatures(asked []string, profile string) ([]string, error) {
 			out = append(out, f)
 		}
 	}
+	if !slices.Contains(out, FeatureEndpoints) {
+		// These live on the endpoint pages (the log is an endpoint's): a
+		// portal without them would open on a page it may not show.
+		for _, f := range out {
+			if slices.Contains(endpointPageFeatures, f) {
+				return nil, apperr.New(apperr.Invalid, "features: %q lives on the endpoint pages: add %q (read_only: true keeps them unchangeable)", f, FeatureEndpoints)
+			}
+		}
+	}
 	return out, nil
 }
+
+// endpointPageFeatures are shown on an endpoint's pages: a link with any
+// of them needs FeatureEndpoints too.
+var endpointPageFeatures = []string{FeatureDeliveries, FeatureSendTest, FeatureRedeliver, FeatureRecover, FeatureRotateSecret}
 
 // PortalLocale is the canonical form (en, zh-Hans) of a language the
 // portal speaks, "" for none; any other is refused.
