@@ -38,6 +38,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative slow after", hookd.Config{MasterKey: key, SlowAfter: -time.Second}, "SlowAfter (--slow-after) -1s is negative"},
 		{"unknown profile", hookd.Config{MasterKey: key, DefaultProfile: "svix"}, "DefaultProfile (--default-profile)"},
 		{"bad type", hookd.Config{MasterKey: key, EventTypes: []hookd.EventType{{Name: "Order Created"}}}, `event type "Order Created" is not valid`},
+		{"retention under a minute", hookd.Config{MasterKey: key, Retention: 30 * time.Second}, "Retention (--retention) 30s is too short"},
+		{"retention of minutes ok", hookd.Config{MasterKey: key, Retention: 2 * time.Minute}, ""},
 		{"negative audit retention", hookd.Config{MasterKey: key, AuditRetention: -time.Hour}, "AuditRetention (--audit-retention) -1h0m0s is negative"},
 		{"key signin off alone", hookd.Config{MasterKey: key, ConsoleKeySigninOff: true}, "nobody could sign in (set --oidc-issuer"},
 		{"oidc no issuer", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{ClientID: "hookd", OperatorValues: []string{"ops"}}}, "OIDC needs an issuer URL (--oidc-issuer"},

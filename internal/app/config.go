@@ -148,7 +148,7 @@ func (c Config) Validate() error {
 		{"RescueStuckJobsAfter", "--rescue-after", c.RescueStuckJobsAfter},
 		{"BusySnooze", "", c.BusySnooze},
 		{"SlowAfter", "--slow-after", c.SlowAfter},
-		{"Retention", "", c.Retention},
+		{"Retention", "--retention", c.Retention},
 		{"AuditRetention", "--audit-retention", c.AuditRetention},
 		{"FetchCooldown", "", c.FetchCooldown},
 		{"FetchPollInterval", "", c.FetchPollInterval},
@@ -156,6 +156,9 @@ func (c Config) Validate() error {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative; use a positive duration or 0 for the default", label(d.name, d.flag), d.v)
 		}
+	}
+	if c.Retention > 0 && c.Retention < time.Minute {
+		return fmt.Errorf("%s %s is too short; keep deliveries at least 1m (the pruner runs a tenth of it apart, at least every 10s)", label("Retention", "--retention"), c.Retention)
 	}
 	if c.Workers < 0 {
 		return fmt.Errorf("%s %d is negative; use at least 1, or 0 for %d", label("Workers", "--workers"), c.Workers, DefaultWorkers)

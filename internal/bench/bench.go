@@ -63,6 +63,14 @@ type Options struct {
 	// the last 25 days, and times the owner's pages at that size
 	// (soak.go, pages.go): the run then measures hookd at volume.
 	Soak int
+	// Retention is hookd's (0: its 30 days); minutes make a steady state
+	// in which the window turns over many times during the run.
+	Retention time.Duration
+	// Series, when set, samples the run every SampleEvery (default 10 s):
+	// the tables' size, deliveries a second and publish p99, written to
+	// Series+".csv" and drawn in Series+".svg" (series.go).
+	Series      string
+	SampleEvery time.Duration
 	// ReceiverDelay is how long the receiver waits before answering 200.
 	ReceiverDelay time.Duration
 	// Spawn runs hookd as a child `hookd serve` process of Executable
@@ -161,6 +169,9 @@ func (o *Options) defaults() {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Minute
 	}
+	if o.SampleEvery == 0 {
+		o.SampleEvery = 10 * time.Second
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -194,6 +205,10 @@ func (o *Options) Validate() error {
 		return errors.New("--soak must not be negative")
 	case o.Soak > 0 && (o.PublishOnly || o.Destination != ""):
 		return errors.New("--soak fills a history of HTTP deliveries: drop --publish-only and --destination")
+	case o.Retention != 0 && o.Retention < time.Minute:
+		return fmt.Errorf("--retention %s: hookd keeps deliveries at least 1m", o.Retention)
+	case o.SampleEvery < 0:
+		return errors.New("--sample-every must not be negative")
 	case o.Rate < 0:
 		return errors.New("rate must not be negative")
 	case o.Profile != ProfileStandard && o.Profile != ProfileKwork:
@@ -289,7 +304,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	if opts.Warmup > 0 {
 		step("warming up: %d events", opts.Warmup)
-		if _, err := publish(ctx, api, plan, opts, plan.events, plan.events+plan.warmup); err != nil {
+		if _, err := publish(ctx, api, plan, opts, plan.events, plan.events+plan.warmup, &requestTimes{}); err != nil {
 			return res, fmt.Errorf("warm-up: %w", err)
 		}
 		if rcv.waitWarm(ctx, opts.StallTimeout, opts.Timeout) {
@@ -298,7 +313,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	cpu := &cpuMeter{pid: srv.pid, db: db}
 	cpu.start(ctx)
-	pub, err := publish(ctx, api, plan, opts, 0, plan.events)
+	times := &requestTimes{}
+	var series *sampler
+	stopSampling := func() {}
+	if opts.Series != "" {
+		series = &sampler{every: opts.SampleEvery, db: db, rcv: rcv, times: times, start: time.Now()}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { series.run(sctx); close(done) }()
+		stopSampling = func() { cancel(); <-done }
+	}
+	defer stopSampling()
+	pub, err := publish(ctx, api, plan, opts, 0, plan.events, times)
 	if err != nil {
 		if opts.CPUProfile != nil {
 			pprof.StopCPUProfile()
@@ -313,6 +339,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		step("%d/%d delivered", got, plan.expected)
 	})
 	cpu.stop(ctx, &res)
+	if series != nil {
+		stopSampling()
+		res.Samples = series.samples
+		if err := errors.Join(append(series.errs, series.write(opts.Series, res.Mode()))...); err != nil {
+			return res, fmt.Errorf("series: %w", err)
+		}
+	}
 	if opts.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}

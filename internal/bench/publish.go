@@ -39,9 +39,8 @@ func (r *requestTimes) add(d time.Duration) {
 // takes them (closed loop) or at opts.Rate (open loop). With a batch size
 // of 1 each event is its own POST /api/v1/events, as most producers
 // publish; otherwise POST /api/v1/events/batch.
-func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int) (published, error) {
+func publish(ctx context.Context, api *client, p *plan, opts Options, from, to int, times *requestTimes) (published, error) {
 	start := time.Now()
-	times := &requestTimes{}
 	post := api.publisher(opts.Generator == GeneratorNetHTTP)
 	var err error
 	switch {
@@ -55,6 +54,8 @@ func publish(ctx context.Context, api *client, p *plan, opts Options, from, to i
 			return sendBatch(ctx, post, p, times, all[i])
 		})
 	}
+	times.mu.Lock()
+	defer times.mu.Unlock()
 	return published{start: start, duration: time.Since(start), requests: times.all}, err
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 )
@@ -43,12 +44,14 @@ type Result struct {
 	Stalled bool
 	// Filled is how many deliveries the soak wrote before the run, in
 	// FillDuration; TableBytes is the size of hookd's event and delivery
-	// tables with their indexes after it (the SQLite file's size);
+	// tables with their indexes after it;
 	// Pages the owner's pages timed at that size.
 	Filled       int
 	FillDuration time.Duration
 	TableBytes   int64
 	Pages        []PageTiming
+	// Samples is the series of a run with Options.Series.
+	Samples []sample
 	// NoisyAttempts is how many requests the noisy owner's dead receiver
 	// got during the run, NoisyHanging how many hung at its end.
 	NoisyAttempts, NoisyHanging int64
@@ -146,6 +149,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 			line("page "+pg.Name, "p50 %v, p99 %v (%d requests, one at a time)", pg.P50.Round(time.Microsecond*100), pg.P99.Round(time.Microsecond*100), pageRounds)
 		}
 	}
+	if len(r.Samples) > 0 {
+		r.writeSteady(line)
+	}
 	line("publishing", "%s", r.Mode())
 	switch o.Generator {
 	case GeneratorLoop:
@@ -227,4 +233,39 @@ func sizeOf(b int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// writeSteady prints the series' summary: the tables' size after the
+// first two retention windows (its spread is the plateau's flatness),
+// and deliveries a second in the run's first and last thirds.
+func (r Result) writeSteady(line func(name, format string, args ...any)) {
+	o := r.Options
+	line("series", "%d samples every %v in %s.csv and .svg; retention %v", len(r.Samples), o.SampleEvery, o.Series, orDuration(o.Retention, "hookd's 30 days"))
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, x := range r.Samples {
+		if o.Retention > 0 && x.at >= 2*o.Retention {
+			lo, hi = min(lo, x.tableBytes), max(hi, x.tableBytes)
+		}
+	}
+	if hi > 0 {
+		line("steady size", "%s to %s after two windows (%.0f %% apart)", sizeOf(lo), sizeOf(hi), 100*float64(hi-lo)/float64(lo))
+	}
+	n := len(r.Samples)
+	third := func(from, to int) float64 {
+		var sum float64
+		for _, x := range r.Samples[from:to] {
+			sum += x.deliveries
+		}
+		return sum / float64(max(1, to-from))
+	}
+	if n >= 3 {
+		line("steady deliveries", "%.0f/s in the first third, %.0f/s in the last", third(0, n/3), third(n-n/3, n))
+	}
+}
+
+func orDuration(d time.Duration, def string) string {
+	if d == 0 {
+		return def
+	}
+	return d.String()
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -304,16 +303,21 @@ func freeBytes(dir string) (int64, error) {
 }
 
 // tableBytes is the size of hookd's event and delivery tables with their
-// indexes (PostgreSQL), or of the whole SQLite file with its WAL.
+// indexes, on either engine.
 func tableBytes(ctx context.Context, db *database) (int64, error) {
 	if db.engine != "postgres" {
-		var total int64
-		for _, f := range []string{db.url, db.url + "-wal"} {
-			if fi, err := os.Stat(f); err == nil {
-				total += fi.Size()
-			}
+		conn, err := sql.Open(store.CachingSQLiteDriver, "file:"+(&url.URL{Path: db.url}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(10000)")
+		if err != nil {
+			return 0, err
 		}
-		return total, nil
+		defer conn.Close()
+		// dbstat: the pages of the two tables and their indexes (the
+		// automatic ones of their keys included), as PostgreSQL's
+		// pg_total_relation_size counts them.
+		var n int64
+		err = conn.QueryRowContext(ctx, `SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'hookd_events%' OR name LIKE 'hookd_deliveries%'
+			OR name LIKE 'sqlite_autoindex_hookd_events%' OR name LIKE 'sqlite_autoindex_hookd_deliveries%'`).Scan(&n)
+		return n, err
 	}
 	conn, err := pgx.Connect(ctx, pgURL(db.url))
 	if err != nil {

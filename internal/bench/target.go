@@ -42,7 +42,7 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 		Database: db.url, Schema: db.schema, MasterKey: key, EgressAllow: loopback,
 		Work: !opts.Spawn, Workers: opts.Workers,
 		FetchCooldown: opts.FetchCooldown, FetchPollInterval: opts.FetchPollInterval,
-		BusySnooze: opts.BusySnooze,
+		BusySnooze: opts.BusySnooze, Retention: opts.Retention,
 		Log:        opts.Log,
 	}
 	h, err := hookd.Open(ctx, cfg)
@@ -127,6 +127,9 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target
 	}
 	if opts.Workers > 0 {
 		args = append(args, "--workers", strconv.Itoa(opts.Workers))
+	}
+	if opts.Retention > 0 {
+		args = append(args, "--retention", opts.Retention.String())
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "HOOKD_MASTER_KEY="+base64.StdEncoding.EncodeToString(key))

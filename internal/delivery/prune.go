@@ -45,6 +45,14 @@ const (
 	pruneMinBatch = 10
 )
 
+// pruneEvery is how often retention runs: a tenth of the window, so
+// what is kept stays within 10 % of it, between every 10 s (a window of
+// minutes, as the soak's steady state uses) and every hour (the default
+// 30 days).
+func pruneEvery(retention time.Duration) time.Duration {
+	return min(time.Hour, max(10*time.Second, retention/10))
+}
+
 // pruner runs one retention pass's batches.
 type pruner struct {
 	// now times a batch: the real clock, not the service's (a test's clock

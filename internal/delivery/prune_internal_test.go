@@ -86,3 +86,20 @@ func TestPrunerStopsWithContext(t *testing.T) {
 		t.Fatalf("after a cancel: %d deleted in %d calls, err %v; want 10 in 1 and the context's error", n, calls, err)
 	}
 }
+
+// TestPruneEvery: retention runs a tenth of its window apart, between
+// every 10 s and every hour.
+func TestPruneEvery(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ retention, want time.Duration }{
+		{DefaultRetention, time.Hour},
+		{10 * time.Hour, time.Hour},
+		{5 * time.Hour, 30 * time.Minute},
+		{2 * time.Minute, 12 * time.Second},
+		{time.Minute, 10 * time.Second},
+	} {
+		if got := pruneEvery(c.retention); got != c.want {
+			t.Errorf("pruneEvery(%v) = %v, want %v", c.retention, got, c.want)
+		}
+	}
+}

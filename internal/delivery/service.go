@@ -268,7 +268,7 @@ func (s *Service) Register(workers *river.Workers) {
 // elected River leader only.
 func (s *Service) PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
-		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+		river.NewPeriodicJob(river.PeriodicInterval(pruneEvery(s.cfg.Retention)), func() (river.JobArgs, *river.InsertOpts) {
 			return PruneArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 	}
