@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 
@@ -133,11 +134,24 @@ func TestOIDCSignin(t *testing.T) {
 			if txt := p.text("#audit"); !strings.Contains(txt, "alice@example.com") || !strings.Contains(txt, "event_types.put") {
 				t.Errorf("the audit page does not show alice's change: %q", txt)
 			}
-			// Sign-out ends the session.
+			// Sign-out ends the session, on the server too: its cookie,
+			// sent again, signs no one in.
+			session := sessionCookie(t, p)
 			p.click(`form[action="/admin/signout"] button`)
 			p.open("/admin/webhooks")
 			if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
 				t.Errorf("after sign-out /admin/webhooks led to %s, want the sign-in page", got)
+			}
+			replay, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/admin/webhooks", nil)
+			replay.AddCookie(session)
+			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			if resp, err := noFollow.Do(replay); err != nil {
+				t.Fatal(err)
+			} else {
+				resp.Body.Close()
+				if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || !strings.Contains(loc, "/admin/signin") {
+					t.Errorf("the signed-out session's cookie sent again: %d to %q, want a redirect to the sign-in page", resp.StatusCode, loc)
+				}
 			}
 
 			// An operator, by the hookd-ops group.
@@ -177,4 +191,22 @@ func TestOIDCSignin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionCookie is the console session cookie the browser holds.
+func sessionCookie(t *testing.T, p *page) *http.Cookie {
+	t.Helper()
+	ctx, cancel := p.timed()
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == "hookd_session" {
+			return &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	t.Fatal("the browser holds no session cookie")
+	return nil
 }

@@ -1,0 +1,104 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hookd/hookd/internal/audit"
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/owner"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// TestConsoleChangeAudited: a change made through the console by a
+// session signed in with an API key leaves one audit record whose actor
+// is the console, naming that key and the browser's address; neither the
+// key nor the session's cookie is in any record. (TestOIDCSignin checks
+// the same for a user signed in through the identity provider.) Plain
+// HTTP, as a browser would send the forms: the page is not under test.
+func TestConsoleChangeAudited(t *testing.T) {
+	t.Parallel()
+	for _, backend := range dbtest.Backends() {
+		t.Run(backend.Name, func(t *testing.T) {
+			s := startSite(t, backend)
+			ctx := context.Background()
+			jar, _ := cookiejar.New(nil)
+			browser := &http.Client{Jar: jar}
+			post := func(path string, form url.Values) *http.Response {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodPost, s.srv.URL+path, strings.NewReader(form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", s.srv.URL)
+				resp, err := browser.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp
+			}
+			if resp := post("/admin/signin", url.Values{"key": {s.keys["acme"]}}); resp.StatusCode != http.StatusOK {
+				t.Fatalf("sign-in: %d", resp.StatusCode)
+			}
+			resp, err := browser.Get(s.srv.URL + "/admin/event_types")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := regexp.MustCompile(`action="/admin/event_types/invoice\.paid">\s*<input type="hidden" name="csrf" value="([^"]+)"`).FindSubmatch(page)
+			if m == nil {
+				t.Fatalf("the event types page has no form for invoice.paid:\n%.3000s", page)
+			}
+			if resp := post("/admin/event_types/invoice.paid", url.Values{"csrf": {string(m[1])}, "description": {"An invoice was paid."}, "scoped": {"false"}, "exposure": {"internal"}}); resp.StatusCode != http.StatusOK {
+				t.Fatalf("the change: %d", resp.StatusCode)
+			}
+
+			rs, err := s.h.DB.Q().ListAudit(ctx, store.AuditFilter{AllOwners: true, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 {
+				t.Fatalf("%d audit records, want the change's one: %+v", len(rs), rs)
+			}
+			key, err := s.h.DB.Q().APIKeyByHash(ctx, owner.HashKey(s.keys["acme"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rs[0]
+			if r.Op != "event_types.put" || r.OwnerID != "acme" || r.ResourceID != "invoice.paid" ||
+				r.Actor.Kind != audit.KindConsole || r.Actor.ID != key.ID || !strings.HasPrefix(r.Actor.Remote, "127.0.0.1:") {
+				t.Errorf("record %+v: want event_types.put on acme's invoice.paid by the console session of key %s from 127.0.0.1", r, key.ID)
+			}
+			dump, _ := json.Marshal(rs)
+			secrets := []string{s.keys["acme"]}
+			for _, c := range jar.Cookies(mustParse(t, s.srv.URL+"/admin/")) {
+				secrets = append(secrets, c.Value)
+			}
+			if len(secrets) < 2 {
+				t.Fatal("the browser holds no session cookie")
+			}
+			for _, sec := range secrets {
+				if strings.Contains(string(dump), sec) {
+					t.Errorf("the audit log holds a credential (%.8s…)", sec)
+				}
+			}
+		})
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
