@@ -164,5 +164,5 @@ func maskURLPassword(s string) string {
 // notSchemeChar reports whether r cannot be in a URL's scheme (RFC 3986:
 // letters, digits, +, - and .).
 func notSchemeChar(r rune) bool {
-	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '+' || r == '-' || r == '.')
+	return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '+' && r != '-' && r != '.'
 }

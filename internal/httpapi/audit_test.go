@@ -301,17 +301,6 @@ func auditDump(t *testing.T, db *store.DB) string {
 	return string(b)
 }
 
-func findRecord(t *testing.T, rs []*audit.Record, op string) *audit.Record {
-	t.Helper()
-	for _, r := range rs {
-		if r.Op == op {
-			return r
-		}
-	}
-	t.Fatalf("no record of %s", op)
-	return nil
-}
-
 // findRecords is every record of op, newest first.
 func findRecords(rs []*audit.Record, op string) []*audit.Record {
 	var out []*audit.Record
