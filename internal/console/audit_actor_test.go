@@ -90,8 +90,61 @@ func TestConsoleChangeAudited(t *testing.T) {
 					t.Errorf("the audit log holds a credential (%.8s…)", sec)
 				}
 			}
+
+			// A tenant's portal session: its change is the portal's, named
+			// by the session's ps_ handle, and neither the link's token nor
+			// the session's (both in URLs) is recorded.
+			rc := newReceiver(t, false)
+			var ep struct {
+				ID string `json:"id"`
+			}
+			if st := s.api(s.keys["acme"], http.MethodPost, "/api/admin/webhooks", map[string]any{"url": rc.URL + "/acme", "event_types": []string{"order.shipped"}}, &ep); st != http.StatusCreated {
+				t.Fatalf("acme endpoint: %d", st)
+			}
+			link := s.link(s.keys["acme"], nil)
+			base := s.open(link)
+			fw := csrfField.FindStringSubmatch(fetch(t, http.MethodGet, base+"/webhooks/"+ep.ID, nil, "").body)
+			if fw == nil {
+				t.Fatal("the portal's endpoint page has no CSRF field")
+			}
+			n := len(auditOf(t, s))
+			if a := fetch(t, http.MethodPost, base+"/webhooks/"+ep.ID+"/enabled", url.Values{"csrf": {fw[1]}, "enabled": {"false"}}, s.srv.URL); a.status/100 != 3 && a.status != http.StatusOK {
+				t.Fatalf("disabling through the portal: %d", a.status)
+			}
+			rs = auditOf(t, s)
+			if len(rs) != n+1 {
+				t.Fatalf("the portal's change left %d records, want 1", len(rs)-n)
+			}
+			if r := rs[0]; r.Op != "webhooks.update" || r.OwnerID != "acme" || r.ResourceID != ep.ID ||
+				r.Actor.Kind != audit.KindPortal || !strings.HasPrefix(r.Actor.ID, "ps_") || r.Actor.Remote == "" || !hasField(r, "enabled") {
+				t.Errorf("the portal's record %+v: want webhooks.update of %s by a ps_ session, enabled changed", r, ep.ID)
+			}
+			dump, _ = json.Marshal(rs)
+			for _, tok := range []string{link[strings.LastIndex(link, "/")+1:], base[strings.LastIndex(base, "/")+1:]} {
+				if len(tok) < 16 || strings.Contains(string(dump), tok) {
+					t.Errorf("the audit log holds a portal token (%.8s…), or it is too short to be one", tok)
+				}
+			}
 		})
 	}
+}
+
+func auditOf(t *testing.T, s *site) []*audit.Record {
+	t.Helper()
+	rs, err := s.h.DB.Q().ListAudit(context.Background(), store.AuditFilter{AllOwners: true, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func hasField(r *audit.Record, field string) bool {
+	for _, c := range r.Changes {
+		if c.Field == field {
+			return true
+		}
+	}
+	return false
 }
 
 func mustParse(t *testing.T, raw string) *url.URL {
