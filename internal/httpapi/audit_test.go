@@ -204,7 +204,7 @@ func TestAuditLog(t *testing.T) {
 			if r := w.mcp(w.op("event_types.put"), alice, "", map[string]any{"name": "alice.mcp", "exposure": "webhook"}); r.code != "" {
 				t.Fatal(r)
 			}
-			if rec := auditRecords(t, w.h.DB)[0]; rec.Actor.Kind != audit.KindMCP || rec.Actor.ID != keyID(alice) || rec.ResourceID != "alice.mcp" {
+			if rec := auditRecords(t, w.h.DB)[0]; rec.Actor.Kind != audit.KindMCP || rec.Actor.ID != keyID(alice) || rec.Actor.Remote == "" || rec.ResourceID != "alice.mcp" {
 				t.Errorf("MCP record %+v", rec)
 			}
 
