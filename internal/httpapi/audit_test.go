@@ -278,6 +278,9 @@ func TestAuditLog(t *testing.T) {
 			if r := w.rest(w.op("audit.list"), alice, "", map[string]any{"since": "yesterday"}); r.status != http.StatusUnprocessableEntity {
 				t.Errorf("since=yesterday: %s, want 422", r)
 			}
+			if r := w.rest(w.op("audit.list"), alice, "", map[string]any{"before": "bogus"}); r.status != http.StatusUnprocessableEntity || !strings.Contains(r.String(), "aud_") {
+				t.Errorf("before=bogus: %s, want 422 naming the aud_ id it takes", r)
+			}
 		})
 	}
 }
