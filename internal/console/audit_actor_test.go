@@ -125,6 +125,31 @@ func TestConsoleChangeAudited(t *testing.T) {
 					t.Errorf("the audit log holds a portal token (%.8s…), or it is too short to be one", tok)
 				}
 			}
+
+			// The console's audit page, filtered by op and by actor: the
+			// console session's own view of the same records.
+			get := func(query string) (int, string) {
+				t.Helper()
+				resp, err := browser.Get(s.srv.URL + "/admin/audit?" + query)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				table := string(b)
+				if i := strings.Index(table, `id="audit"`); i >= 0 {
+					table = table[i:]
+				} else {
+					table = ""
+				}
+				return resp.StatusCode, table
+			}
+			if st, table := get("op=webhooks.update"); st != http.StatusOK || !strings.Contains(table, ep.ID) || strings.Contains(table, "event_types.put") || strings.Contains(table, "webhooks.create") {
+				t.Errorf("the audit page filtered by op webhooks.update: %d, want the portal's change only:\n%.2000s", st, table)
+			}
+			if st, table := get("actor=" + url.QueryEscape(key.ID)); st != http.StatusOK || !strings.Contains(table, "event_types.put") || strings.Contains(table, "webhooks.update") {
+				t.Errorf("the audit page filtered by the console key's id: %d, want its event_types.put only:\n%.2000s", st, table)
+			}
 		})
 	}
 }
