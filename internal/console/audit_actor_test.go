@@ -128,15 +128,22 @@ func TestConsoleChangeAudited(t *testing.T) {
 
 			// The console's audit page, filtered by op and by actor: the
 			// console session's own view of the same records.
-			get := func(query string) (int, string) {
+			get := func(query string, lang ...string) (int, string) {
 				t.Helper()
-				resp, err := browser.Get(s.srv.URL + "/admin/audit?" + query)
+				req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/admin/audit?"+query, nil)
+				for _, l := range lang {
+					req.Header.Set("Accept-Language", l)
+				}
+				resp, err := browser.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer resp.Body.Close()
 				b, _ := io.ReadAll(resp.Body)
 				table := string(b)
+				if resp.StatusCode != http.StatusOK {
+					return resp.StatusCode, table
+				}
 				if i := strings.Index(table, `id="audit"`); i >= 0 {
 					table = table[i:]
 				} else {
@@ -149,6 +156,11 @@ func TestConsoleChangeAudited(t *testing.T) {
 			}
 			if st, table := get("actor=" + url.QueryEscape(key.ID)); st != http.StatusOK || !strings.Contains(table, "event_types.put") || strings.Contains(table, "webhooks.update") {
 				t.Errorf("the audit page filtered by the console key's id: %d, want its event_types.put only:\n%.2000s", st, table)
+			}
+			// A bad filter is a 422 whose message is framed in the
+			// reader's language.
+			if st, page := get("before=bogus", "zh-CN"); st != http.StatusUnprocessableEntity || !strings.Contains(page, "输入有误") || !strings.Contains(page, "aud_") {
+				t.Errorf("the audit page with before=bogus in Chinese: %d, want 422 and 输入有误 naming aud_:\n%.3000s", st, page)
 			}
 		})
 	}
