@@ -7,7 +7,9 @@ package helm_test
 // against the checksum database, pinned below at the version of the
 // k8s.io/api the strict decoder uses. kubeconform's own schemas are
 // downloaded from GitHub, which CI cannot reach; these are the same
-// schemas before kubeconform's conversion.
+// schemas before kubeconform's conversion. The ServiceMonitor, a CRD, is
+// validated against the schema in the Prometheus Operator's CRD, from its
+// module the same way.
 
 import (
 	"bytes"
@@ -30,6 +32,11 @@ import (
 const (
 	kubernetesModule = "k8s.io/kubernetes@v1.37.2"
 	kubernetesSum    = "h1:A2VDEiObzkYqFTKhSsn0ZEb0RlLEXpHWj93gi2HqEwE="
+	// The Prometheus Operator's module holds its CRDs, the ServiceMonitor's
+	// schema among them (example/prometheus-operator-crd).
+	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+	promOperatorSum    = "h1:M5xLCLEoaW2IJfnuCwFzzpL+jSVQu3KGT84Pye+fW8s="
+	serviceMonitorCRD  = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
 )
 
 // TestSchemasMatchTheDecoder: the schemas' Kubernetes release is the one
@@ -50,36 +57,40 @@ func TestSchemasMatchTheDecoder(t *testing.T) {
 }
 
 var (
-	specOnce sync.Once
-	specDir  string
-	specErr  error
+	downloadMu sync.Mutex
+	downloaded = map[string]string{} // module@version → its directory
 )
 
-// openAPIDir downloads the pinned k8s.io/kubernetes through the module
-// proxy (a no-op when the module cache has it) and returns its
-// api/openapi-spec/v3.
+// moduleDir downloads module (path@version) through the module proxy,
+// checked against the checksum database (a no-op when the module cache
+// has it), and returns its directory, refusing a zip whose hash is not
+// sum.
+func moduleDir(t *testing.T, module, sum string) string {
+	t.Helper()
+	downloadMu.Lock()
+	defer downloadMu.Unlock()
+	if dir, ok := downloaded[module]; ok {
+		return dir
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = os.TempDir() // outside this module: go.mod and go.sum stay as they are
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	var m struct{ Dir, Sum, Error string }
+	if jerr := json.Unmarshal(out, &m); err != nil || jerr != nil || m.Error != "" {
+		t.Fatalf("go mod download %s: %v %v %s", module, err, jerr, m.Error)
+	}
+	if m.Sum != sum {
+		t.Fatalf("%s has hash %s, want %s", module, m.Sum, sum)
+	}
+	downloaded[module] = m.Dir
+	return m.Dir
+}
+
+// openAPIDir is the pinned k8s.io/kubernetes's api/openapi-spec/v3.
 func openAPIDir(t *testing.T) string {
 	t.Helper()
-	specOnce.Do(func() {
-		cmd := exec.Command("go", "mod", "download", "-json", kubernetesModule)
-		cmd.Dir = os.TempDir() // outside this module: go.mod and go.sum stay as they are
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		out, err := cmd.Output()
-		var m struct{ Dir, Sum, Error string }
-		if jerr := json.Unmarshal(out, &m); err != nil || jerr != nil || m.Error != "" {
-			specErr = fmt.Errorf("go mod download %s: %v %v %s", kubernetesModule, err, jerr, m.Error)
-			return
-		}
-		if m.Sum != kubernetesSum {
-			specErr = fmt.Errorf("%s has hash %s, want %s", kubernetesModule, m.Sum, kubernetesSum)
-			return
-		}
-		specDir = filepath.Join(m.Dir, "api", "openapi-spec", "v3")
-	})
-	if specErr != nil {
-		t.Fatal(specErr)
-	}
-	return specDir
+	return filepath.Join(moduleDir(t, kubernetesModule, kubernetesSum), "api", "openapi-spec", "v3")
 }
 
 // kubeSchemas compiles the schema of each apiVersion/kind on first use.
@@ -91,7 +102,62 @@ type kubeSchemas struct {
 }
 
 func newKubeSchemas(t *testing.T) *kubeSchemas {
-	return &kubeSchemas{dir: openAPIDir(t), compiler: jsonschema.NewCompiler(), added: map[string]map[string]string{}, compiled: map[string]*jsonschema.Schema{}}
+	k := &kubeSchemas{dir: openAPIDir(t), compiler: jsonschema.NewCompiler(), added: map[string]map[string]string{}, compiled: map[string]*jsonschema.Schema{}}
+	k.addCRD(t, filepath.Join(moduleDir(t, promOperatorModule, promOperatorSum), serviceMonitorCRD))
+	return k
+}
+
+// addCRD adds the schema of each served version of a
+// CustomResourceDefinition (its openAPIV3Schema), strict like the rest.
+func (k *kubeSchemas) addCRD(t *testing.T, file string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Group    string
+			Names    struct{ Kind string }
+			Versions []struct {
+				Name   string
+				Served bool
+				Schema struct {
+					OpenAPIV3Schema json.RawMessage
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(j, &crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served || len(v.Schema.OpenAPIV3Schema) == 0 {
+			continue
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(v.Schema.OpenAPIV3Schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		strict(doc)
+		gvk := crd.Spec.Group + "/" + v.Name + " " + crd.Spec.Names.Kind
+		url := "file:///crd/" + crd.Spec.Group + "/" + v.Name + "/" + crd.Spec.Names.Kind + ".json"
+		if err := k.compiler.AddResource(url, doc); err != nil {
+			t.Fatal(err)
+		}
+		s, err := k.compiler.Compile(url)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		k.compiled[gvk] = s
+	}
+	if len(k.compiled) == 0 {
+		t.Fatalf("%s: no served version with a schema", file)
+	}
 }
 
 // specFile is the OpenAPI document of an apiVersion: v1 is the core
@@ -197,9 +263,7 @@ func (k *kubeSchemas) validate(doc string) error {
 	return s.Validate(inst)
 }
 
-// manifests renders vals and returns its manifests but the
-// ServiceMonitor (a CRD whose schema no module the proxy serves here
-// holds: decodeServiceMonitor checks it).
+// manifests renders vals and returns its manifests.
 func manifests(t *testing.T, vals map[string]any) []string {
 	t.Helper()
 	files, err := render(t, vals)
@@ -212,7 +276,7 @@ func manifests(t *testing.T, vals map[string]any) []string {
 			continue
 		}
 		for _, doc := range strings.Split("\n"+text, "\n---") {
-			if isComment(doc) || strings.Contains(doc, "\nkind: ServiceMonitor") {
+			if isComment(doc) {
 				continue
 			}
 			docs = append(docs, doc)
@@ -222,13 +286,14 @@ func manifests(t *testing.T, vals map[string]any) []string {
 }
 
 // TestKubernetesSchemas validates every object of every example against
-// the Kubernetes OpenAPI v3 schemas (required fields, types, enums,
-// unknown fields refused), and shows the check can fail: a Deployment
+// the Kubernetes OpenAPI v3 schemas, the ServiceMonitor against its CRD's
+// (required fields, types, enums, unknown fields refused), and shows the
+// check can fail: a Deployment
 // whose container lost its name, one with a field no schema names, and
 // one with replicas as a string are each refused.
 func TestKubernetesSchemas(t *testing.T) {
 	k := newKubeSchemas(t)
-	var deployment string
+	var deployment, monitor string
 	for _, file := range examples(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			docs := manifests(t, readValues(t, file))
@@ -245,6 +310,9 @@ func TestKubernetesSchemas(t *testing.T) {
 				}
 				if deployment == "" && strings.Contains(doc, "\nkind: Deployment") {
 					deployment = doc
+				}
+				if monitor == "" && strings.Contains(doc, "\nkind: ServiceMonitor") {
+					monitor = doc
 				}
 			}
 			t.Logf("validated %v", kinds)
@@ -294,5 +362,18 @@ func TestKubernetesSchemas(t *testing.T) {
 	b, _ := yaml.Marshal(obj)
 	if err := k.validate(string(b)); err != nil {
 		t.Errorf("the Deployment, restored, fails: %v", err)
+	}
+
+	// The ServiceMonitor's schema refuses what its CRD does not name.
+	if monitor == "" {
+		t.Fatal("no example renders a ServiceMonitor")
+	}
+	var sm map[string]any
+	if err := yaml.Unmarshal([]byte(monitor), &sm); err != nil {
+		t.Fatal(err)
+	}
+	sm["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)["portt"] = "metrics"
+	if b, err := yaml.Marshal(sm); err != nil || k.validate(string(b)) == nil {
+		t.Errorf("a ServiceMonitor endpoint with a field portt passed the schema (%v)", err)
 	}
 }
