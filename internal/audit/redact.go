@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -11,7 +12,10 @@ import (
 // marks it `audit:"secret"` (an endpoint's custom headers, which may carry
 // a receiver's credentials), and a deny-list of field names, matched
 // case-insensitively against every key at every depth (a map's keys too:
-// a header named Authorization).
+// a header named Authorization). A third catches what neither can: a URL
+// whose userinfo holds a password (a broker destination's
+// amqp://user:pass@host, an SQS access key), in any string at any depth,
+// has its password replaced by MaskedPassword, as every answer shows it.
 var denyWords = []string{"secret", "token", "password", "passphrase", "credential", "authorization", "cookie", "private", "api_key", "api-key", "apikey", "hash"}
 
 // Denied reports whether a field or key of this name holds a secret.
@@ -47,9 +51,16 @@ func Fields(v any) map[string]any {
 	return m
 }
 
-// Redact returns v (decoded JSON) with the values of denied keys replaced.
+// MaskedPassword stands for a URL's password in a record, as in every
+// answer, log line and page (destination.Masked).
+const MaskedPassword = "***"
+
+// Redact returns v (decoded JSON) with the values of denied keys replaced
+// and URLs' passwords masked.
 func Redact(v any) any {
 	switch t := v.(type) {
+	case string:
+		return maskURLPassword(t)
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, val := range t {
@@ -123,4 +134,35 @@ func secretFields(t reflect.Type) map[string]bool {
 	}
 	marks.Store(t, m)
 	return m
+}
+
+// maskURLPassword returns s with its password shown as MaskedPassword
+// when s is a URL with a password in its userinfo, else s as it is.
+func maskURLPassword(s string) string {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" || !strings.Contains(s, "@") || strings.IndexFunc(scheme, notSchemeChar) >= 0 {
+		return s // not a URL (a description that mentions one is left be)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// Unreadable, but it may still hold a password: keep none of it.
+		return Redacted
+	}
+	if u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s
+	}
+	// Built by hand: url.UserPassword would escape the asterisks.
+	shown := *u
+	shown.User = nil
+	rest := strings.TrimPrefix(shown.String(), u.Scheme+"://")
+	return u.Scheme + "://" + url.PathEscape(u.User.Username()) + ":" + MaskedPassword + "@" + rest
+}
+
+// notSchemeChar reports whether r cannot be in a URL's scheme (RFC 3986:
+// letters, digits, +, - and .).
+func notSchemeChar(r rune) bool {
+	return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '+' && r != '-' && r != '.'
 }

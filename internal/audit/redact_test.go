@@ -49,3 +49,32 @@ func TestDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestURLPasswords: a URL's password is masked in any string at any depth
+// (a broker destination's, an SQS access key's), the rest of the URL
+// kept; a URL without one, or a string that is not a URL, stays as is.
+func TestURLPasswords(t *testing.T) {
+	v := map[string]any{
+		"url":   "amqp://app:s3cr3t-e@rabbit.internal:5672/prod?exchange=x&routing_key=k",
+		"list":  []any{"sqs://AKIAEXAMPLE:s3cr3t-f@sqs.eu-west-1.amazonaws.com/1/orders"},
+		"kafka": "kafka://user:s3cr3t-g@b1:9092,b2:9092/topic",
+		"plain": "https://r.example/hook?a=b",
+		"user":  "https://someone@r.example/hook",
+		"text":  "mail me @ noon: a://b",
+	}
+	b, _ := json.Marshal(audit.Fields(v))
+	if strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("a URL's password survived: %s", b)
+	}
+	for _, want := range []string{
+		`"url":"amqp://app:***@rabbit.internal:5672/prod?exchange=x\u0026routing_key=k"`,
+		`"sqs://AKIAEXAMPLE:***@sqs.eu-west-1.amazonaws.com/1/orders"`,
+		`"plain":"https://r.example/hook?a=b"`,
+		`"user":"https://someone@r.example/hook"`,
+		`"text":"mail me @ noon: a://b"`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, s *session) {
 	status := http.StatusOK
 	switch {
 	case apperr.CodeOf(err) == apperr.Invalid:
-		d.Error, status = apperr.MessageOf(err), http.StatusUnprocessableEntity
+		d.Error, status = c.localeOf(r, s).Err(err), http.StatusUnprocessableEntity
 		out = &ops.AuditList{}
 	case err != nil:
 		c.fail(w, r, s, err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 
@@ -22,10 +23,18 @@ import (
 // identityProvider is a real OpenID Connect provider in process
 // (oauth2-proxy/mockoidc: discovery, JWKS, authorization code with PKCE,
 // signed ID tokens carrying the nonce). Each sign-in takes the next queued
-// user. tamper, when set, changes the state the provider sends back.
+// user. tamper, when set, names what an attacker in the middle changes:
+// "state" (the state the provider sends back), "nonce" (the nonce the
+// provider puts in the ID token) or "code_challenge" (the PKCE challenge
+// the provider holds the code to).
 type identityProvider struct {
 	*mockoidc.MockOIDC
-	tamper atomic.Bool
+	tamper atomic.Value // string
+}
+
+func (p *identityProvider) tampering() string {
+	v, _ := p.tamper.Load().(string)
+	return v
 }
 
 func startProvider(t *testing.T) *identityProvider {
@@ -39,7 +48,19 @@ func startProvider(t *testing.T) *identityProvider {
 	// a tampering one changes the state in it.
 	if err := m.AddMiddleware(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !p.tamper.Load() || !strings.HasSuffix(r.URL.Path, "/authorize") {
+			mode := p.tampering()
+			if mode == "" || !strings.HasSuffix(r.URL.Path, "/authorize") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if mode != "state" { // the request's nonce or challenge, changed on its way in
+				q := r.URL.Query()
+				if q.Get(mode) == "" {
+					http.Error(w, "the authorization request has no "+mode, http.StatusBadRequest)
+					return
+				}
+				q.Set(mode, q.Get(mode)+"x")
+				r.URL.RawQuery = q.Encode()
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -74,7 +95,8 @@ func (p *identityProvider) queue(subject, email string, groups ...string) {
 // acme-team group is acme's admin and their change is recorded under
 // their name; one in hookd-ops is an operator; one in neither group is
 // refused with a page that says why; a tampered state is refused and
-// starts no session; sign-out ends the session.
+// starts no session, as are a tampered nonce and PKCE challenge;
+// sign-out ends the session.
 func TestOIDCSignin(t *testing.T) {
 	t.Parallel()
 	for _, backend := range dbtest.Backends() {
@@ -133,11 +155,24 @@ func TestOIDCSignin(t *testing.T) {
 			if txt := p.text("#audit"); !strings.Contains(txt, "alice@example.com") || !strings.Contains(txt, "event_types.put") {
 				t.Errorf("the audit page does not show alice's change: %q", txt)
 			}
-			// Sign-out ends the session.
+			// Sign-out ends the session, on the server too: its cookie,
+			// sent again, signs no one in.
+			session := sessionCookie(t, p)
 			p.click(`form[action="/admin/signout"] button`)
 			p.open("/admin/webhooks")
 			if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
 				t.Errorf("after sign-out /admin/webhooks led to %s, want the sign-in page", got)
+			}
+			replay, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/admin/webhooks", nil)
+			replay.AddCookie(session)
+			noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			if resp, err := noFollow.Do(replay); err != nil {
+				t.Fatal(err)
+			} else {
+				resp.Body.Close()
+				if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || !strings.Contains(loc, "/admin/signin") {
+					t.Errorf("the signed-out session's cookie sent again: %d to %q, want a redirect to the sign-in page", resp.StatusCode, loc)
+				}
 			}
 
 			// An operator, by the hookd-ops group.
@@ -160,21 +195,43 @@ func TestOIDCSignin(t *testing.T) {
 				t.Errorf("refusal page says %q, want it to name the groups claim", txt)
 			}
 
-			// A tampered state: refused, no session.
-			idp.queue("u-alice", "alice@example.com", "acme-team")
-			idp.tamper.Store(true)
-			p.open("/admin/signin")
-			if st := p.click("#oidc-signin"); st != http.StatusBadRequest {
-				t.Errorf("a tampered state: status %d, want 400", st)
-			}
-			if txt := p.text("#signin-refused"); txt == "" {
-				t.Error("a tampered state's page says nothing")
-			}
-			idp.tamper.Store(false)
-			p.open("/admin/webhooks")
-			if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
-				t.Errorf("after a tampered sign-in /admin/webhooks led to %s, want the sign-in page", got)
+			// A tampered state, nonce (an ID token minted for another
+			// sign-in) or PKCE challenge (a code stolen for another
+			// verifier): each refused with a page, no session.
+			for _, mode := range []string{"state", "nonce", "code_challenge"} {
+				idp.queue("u-alice", "alice@example.com", "acme-team")
+				idp.tamper.Store(mode)
+				p.open("/admin/signin")
+				if st := p.click("#oidc-signin"); st != http.StatusBadRequest {
+					t.Errorf("a tampered %s: status %d, want 400", mode, st)
+				}
+				if txt := p.text("#signin-refused"); txt == "" {
+					t.Errorf("a tampered %s's page says nothing", mode)
+				}
+				idp.tamper.Store("")
+				p.open("/admin/webhooks")
+				if got := p.path(); !strings.HasPrefix(got, "/admin/signin") {
+					t.Errorf("after a sign-in with a tampered %s /admin/webhooks led to %s, want the sign-in page", mode, got)
+				}
 			}
 		})
 	}
+}
+
+// sessionCookie is the console session cookie the browser holds.
+func sessionCookie(t *testing.T, p *page) *http.Cookie {
+	t.Helper()
+	ctx, cancel := p.timed()
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == "hookd_session" {
+			return &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	t.Fatal("the browser holds no session cookie")
+	return nil
 }

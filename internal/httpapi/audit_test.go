@@ -25,6 +25,13 @@ type auditStep struct {
 	keep []string
 }
 
+// Credentials the walk gives endpoints; none may reach a record.
+const (
+	auditBasicPassword  = "basic-pass-4b2e71"
+	auditClientSecret   = "oauth-client-secret-91d0c3"
+	auditBrokerPassword = "amqp-pass-5e8a22"
+)
+
 // auditWalk is every op that is not a GET, on alice's own things, in an
 // order where each finds what it needs.
 func auditWalk(w *world, secretHeader string) []auditStep {
@@ -34,10 +41,17 @@ func auditWalk(w *world, secretHeader string) []auditStep {
 			return map[string]any{"name": "alice.thing", "exposure": "webhook"}
 		}},
 		{op: "webhooks.create", keep: []string{"id", "secret"}, args: func(map[string]string) map[string]any {
-			return map[string]any{"url": w.receiver.URL + "/alice", "event_types": []string{"alice.thing"}, "headers": map[string]string{"Authorization": "Bearer " + secretHeader}}
+			return map[string]any{"url": w.receiver.URL + "/alice", "event_types": []string{"alice.thing"}, "headers": map[string]string{"Authorization": "Bearer " + secretHeader},
+				"auth": map[string]any{"type": "basic", "username": "hookd", "password": auditBasicPassword}}
 		}},
 		{op: "webhooks.update", args: func(g map[string]string) map[string]any {
 			return map[string]any{"id": g["webhooks.create.id"], "description": "audited", "headers": map[string]string{"X-Receiver-Auth": secretHeader + "-2"}, "signature": "both"}
+		}},
+		// Receiver authentication, a filter and a transformation: the
+		// record names auth but holds none of its credentials.
+		{op: "webhooks.update", args: func(g map[string]string) map[string]any {
+			return map[string]any{"id": g["webhooks.create.id"], "filter": "data.n > 0", "transformation": "function handler(webhook) { return webhook }",
+				"auth": map[string]any{"type": "oauth2_client_credentials", "token_url": w.receiver.URL + "/token", "client_id": "hookd-client", "client_secret": auditClientSecret}}
 		}},
 		{op: "webhooks.rotate_secret", keep: []string{"secret"}, args: func(g map[string]string) map[string]any { return map[string]any{"id": g["webhooks.create.id"]} }},
 		{op: "webhooks.expire_old_secrets", args: func(g map[string]string) map[string]any { return map[string]any{"id": g["webhooks.create.id"]} }},
@@ -75,6 +89,11 @@ func auditWalk(w *world, secretHeader string) []auditStep {
 		}},
 		{op: "portal.update_branding", args: func(map[string]string) map[string]any { return map[string]any{"title": "Alice's hooks"} }},
 		{op: "webhooks.delete", args: func(g map[string]string) map[string]any { return map[string]any{"id": g["webhooks.create.id"]} }},
+		// A broker destination: its URL's password is sealed, never
+		// recorded.
+		{op: "webhooks.create", args: func(map[string]string) map[string]any {
+			return map[string]any{"url": "amqp://hookd:" + auditBrokerPassword + "@127.0.0.1:5672/vh?exchange=x&routing_key=k", "event_types": []string{"alice.thing"}}
+		}},
 		// A polling endpoint: made by webhooks.create again (its record is
 		// checked like the first's), then its own ops.
 		{op: "webhooks.create", keep: []string{"id", "secret", "poll_token"}, args: func(map[string]string) map[string]any {
@@ -100,7 +119,7 @@ func TestAuditLog(t *testing.T) {
 			w := newWorld(t, backend)
 			ctx := context.Background()
 			const secretHeader = "hdr-credential-7f3a9c"
-			secrets := []string{secretHeader}
+			secrets := []string{secretHeader, auditBasicPassword, auditClientSecret, auditBrokerPassword}
 			for _, k := range w.keys {
 				secrets = append(secrets, k)
 			}
@@ -157,9 +176,16 @@ func TestAuditLog(t *testing.T) {
 					t.Errorf("%s: record of owner %q, want alice", s.op, rec.OwnerID)
 				}
 			}
-			upd := findRecord(t, auditRecords(t, w.h.DB), "webhooks.update")
+			upds := findRecords(auditRecords(t, w.h.DB), "webhooks.update")
+			if len(upds) != 2 {
+				t.Fatalf("%d records of webhooks.update, want 2", len(upds))
+			}
+			upd, code := upds[1], upds[0] // newest first
 			if !hasChange(upd, "description", "", "audited") || !hasChange(upd, "headers", nil, nil) {
 				t.Errorf("webhooks.update changes %+v: want description '' → audited, and headers", upd.Changes)
+			}
+			if !hasChange(code, "filter", "", "data.n > 0") || !hasChange(code, "transformation", "", nil) || !hasChange(code, "auth", nil, nil) {
+				t.Errorf("webhooks.update changes %+v: want filter and transformation old → new, and auth named", code.Changes)
 			}
 
 			if strings.Contains(w.logs.String(), "audit record written after the change") {
@@ -178,7 +204,7 @@ func TestAuditLog(t *testing.T) {
 			if r := w.mcp(w.op("event_types.put"), alice, "", map[string]any{"name": "alice.mcp", "exposure": "webhook"}); r.code != "" {
 				t.Fatal(r)
 			}
-			if rec := auditRecords(t, w.h.DB)[0]; rec.Actor.Kind != audit.KindMCP || rec.Actor.ID != keyID(alice) || rec.ResourceID != "alice.mcp" {
+			if rec := auditRecords(t, w.h.DB)[0]; rec.Actor.Kind != audit.KindMCP || rec.Actor.ID != keyID(alice) || rec.Actor.Remote == "" || rec.ResourceID != "alice.mcp" {
 				t.Errorf("MCP record %+v", rec)
 			}
 
@@ -241,8 +267,8 @@ func TestAuditLog(t *testing.T) {
 				}
 				before = page.Next
 			}
-			if len(seen) != 12 { // create, update, rotate, expire, send_test, redeliver, retry_now, recover, delete; the polling endpoint's create, rotate_poll_token, poll_seek
-				t.Errorf("alice's endpoint records over the pages: %d, want 12", len(seen))
+			if len(seen) != 14 { // create, update ×2, rotate, expire, send_test, redeliver, retry_now, recover, delete; the broker's create; the polling endpoint's create, rotate_poll_token, poll_seek
+				t.Errorf("alice's endpoint records over the pages: %d, want 14", len(seen))
 			}
 			future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 			_ = json.Unmarshal(w.must(w.rest(w.op("audit.list"), alice, "", map[string]any{"since": future})).body, &page)
@@ -251,6 +277,9 @@ func TestAuditLog(t *testing.T) {
 			}
 			if r := w.rest(w.op("audit.list"), alice, "", map[string]any{"since": "yesterday"}); r.status != http.StatusUnprocessableEntity {
 				t.Errorf("since=yesterday: %s, want 422", r)
+			}
+			if r := w.rest(w.op("audit.list"), alice, "", map[string]any{"before": "bogus"}); r.status != http.StatusUnprocessableEntity || !strings.Contains(r.String(), "aud_") {
+				t.Errorf("before=bogus: %s, want 422 naming the aud_ id it takes", r)
 			}
 		})
 	}
@@ -275,15 +304,15 @@ func auditDump(t *testing.T, db *store.DB) string {
 	return string(b)
 }
 
-func findRecord(t *testing.T, rs []*audit.Record, op string) *audit.Record {
-	t.Helper()
+// findRecords is every record of op, newest first.
+func findRecords(rs []*audit.Record, op string) []*audit.Record {
+	var out []*audit.Record
 	for _, r := range rs {
 		if r.Op == op {
-			return r
+			out = append(out, r)
 		}
 	}
-	t.Fatalf("no record of %s", op)
-	return nil
+	return out
 }
 
 // hasChange reports whether r changed field (from old to new, when given).

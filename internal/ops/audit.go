@@ -189,6 +189,10 @@ func (s *Service) listAudit(ctx context.Context, p Principal, in *AuditIn) (*Aud
 	default:
 		f.Limit = in.Limit
 	}
+	if f.Before != "" && !strings.HasPrefix(f.Before, "aud_") {
+		// Compared as text, any other value would page from nowhere.
+		return nil, apperr.New(apperr.Invalid, "before %q is not an audit record id (aud_…): give the previous page's next", f.Before)
+	}
 	var err error
 	if f.Since, f.Until, err = parseWindow(in.Since, in.Until); err != nil {
 		return nil, err
