@@ -1,7 +1,12 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +267,58 @@ func TestSoakRefusesBadOptions(t *testing.T) {
 		if _, err := bench.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "soak") {
 			t.Errorf("options %+v: err %v, want one naming --soak", o, err)
 		}
+	}
+}
+
+// TestSeries samples an open-loop run and writes its series: a CSV row
+// per sample with the tables' size and the interval's deliveries, and an
+// SVG that draws them.
+func TestSeries(t *testing.T) {
+	t.Parallel()
+	prefix := filepath.Join(t.TempDir(), "steady")
+	var progress strings.Builder
+	res, err := bench.Run(context.Background(), bench.Options{
+		Events: 120, Endpoints: 2, Owners: 1, Rate: 60, Retention: 2 * time.Minute,
+		Series: prefix, SampleEvery: 250 * time.Millisecond,
+		BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+		Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if !res.OK() {
+		t.Fatalf("lost %d", res.Lost)
+	}
+	raw, err := os.ReadFile(prefix + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 s of publishing at 60/s, a sample every 250 ms.
+	if len(rows) < 6 || strings.Join(rows[0], ",") != "seconds,table_bytes,deliveries_per_s,publish_p99_ms" {
+		t.Fatalf("series %q: want a header and a row a sample", raw)
+	}
+	var grew, delivered bool
+	for _, r := range rows[1:] {
+		size, _ := strconv.ParseInt(r[1], 10, 64)
+		rate, _ := strconv.ParseFloat(r[2], 64)
+		grew = grew || size > 0
+		delivered = delivered || rate > 0
+	}
+	if !grew || !delivered {
+		t.Errorf("series %q: no size or no deliveries measured", raw)
+	}
+	svg, err := os.ReadFile(prefix + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(svg), "<polyline"); n != 3 || !strings.Contains(string(svg), "tables and indexes") {
+		t.Errorf("chart has %d lines, want 3 (size, deliveries, publish p99):\n%.500s", n, svg)
+	}
+	if _, err := bench.Run(context.Background(), bench.Options{Retention: 30 * time.Second}); err == nil || !strings.Contains(err.Error(), "--retention") {
+		t.Errorf("a retention under a minute: err %v, want one naming --retention", err)
 	}
 }
