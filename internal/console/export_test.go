@@ -34,6 +34,7 @@ func TestExportDialog(t *testing.T) {
 			p.open("/admin/webhooks/" + ep.ID)
 			p.do(chromedp.Click(chromedp.CSS("#export summary")), chromedp.WaitVisible(chromedp.ID("export-since")))
 			p.setValue("#export-since", start)
+			p.shoot("export-dialog")
 			// What submitting the form downloads, read with the page's session.
 			got := run(p, chromedp.Evaluate[string](`(async () => {
 				const f = document.querySelector('#export form');
