@@ -42,6 +42,10 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, s *session) {
 	case !started:
 		c.fail(w, r, s, err)
 	case err == nil:
-		_ = bw.Flush()
+		err = bw.Flush()
+	}
+	if started && err != nil && r.Context().Err() == nil {
+		// The download has begun: it ends cut, without its last newline.
+		c.cfg.Log.Warn("console: delivery export cut short", "endpoint", in.ID, "error", err)
 	}
 }
