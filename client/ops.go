@@ -52,6 +52,7 @@ var Operations = []string{
 	"webhooks.event_types",
 	"webhooks.expire_old_secrets",
 	"webhooks.export_deliveries",
+	"webhooks.export_page",
 	"webhooks.get",
 	"webhooks.list",
 	"webhooks.poll",
@@ -492,6 +493,15 @@ type ExportLine struct {
 	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
 	State         string          `json:"state"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+}
+
+// ExportPageOut is a part of hookd's answers.
+type ExportPageOut struct {
+	Data []ExportLine `json:"data"`
+	// the NDJSON stream of the whole export with this filter (GET it with the same key): for an archive too large to page
+	ExportURL string `json:"export_url"`
+	// pass it as cursor for the next page; absent on the last page
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // GrantList is a part of hookd's answers.
@@ -936,6 +946,22 @@ type WebhooksExportDeliveriesInput struct {
 	Since string `json:"-"`
 	// only deliveries created before this RFC 3339 time
 	Until string `json:"-"`
+}
+
+// WebhooksExportPageInput is the input of webhooks.export_page.
+type WebhooksExportPageInput struct {
+	// the endpoint id (ep_…)
+	ID string `json:"-"`
+	// failed (default), delivered, pending or all
+	State string `json:"-"`
+	// RFC 3339: only deliveries created at or after this time
+	Since string `json:"-"`
+	// RFC 3339: only deliveries created before this time
+	Until string `json:"-"`
+	// at most this many deliveries (default 50, max 200; a page also ends once it passes 1 MiB)
+	Limit int64 `json:"-"`
+	// the next_cursor of the previous page (with the same filter)
+	Cursor string `json:"-"`
 }
 
 // WebhooksGetInput is the input of webhooks.get.
@@ -1572,6 +1598,21 @@ func (g WebhooksOps) ExportDeliveries(ctx context.Context, in WebhooksExportDeli
 	r.setQuery("since", in.Since)
 	r.setQuery("until", in.Until)
 	return g.c.do(ctx, r, nil)
+}
+
+// ExportPage calls webhooks.export_page (GET /api/admin/webhooks/{id}/deliveries/export_page): A page of the endpoint's delivery export (a dead-letter archive): each delivery with its envelope, oldest first, with a cursor for the next page and the URL of the whole export as an NDJSON stream.
+func (g WebhooksOps) ExportPage(ctx context.Context, in WebhooksExportPageInput) (*ExportPageOut, error) {
+	r := &request{op: "webhooks.export_page", method: "GET", path: "/api/admin/webhooks/" + pathValue(in.ID) + "/deliveries/export_page"}
+	r.setQuery("state", in.State)
+	r.setQuery("since", in.Since)
+	r.setQuery("until", in.Until)
+	r.setQuery("limit", in.Limit)
+	r.setQuery("cursor", in.Cursor)
+	var v ExportPageOut
+	if err := g.c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // Get calls webhooks.get (GET /api/admin/webhooks/{id}): Get one endpoint.

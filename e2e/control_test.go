@@ -1,13 +1,16 @@
 package e2e_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/hookdtest"
 	"github.com/hookd/hookd/webhook"
 )
 
@@ -15,10 +18,12 @@ import (
 // ends that delivery at once (a 500 without it is retried); disable
 // disables the endpoint with its reason, sends hookd.endpoint.disabled to
 // the owner's other endpoints, and the next events go nowhere; any other
-// value changes nothing. Each is recorded in the delivery log and counted.
+// value changes nothing and is logged once. Each is recorded in the
+// delivery log and counted.
 func TestReceiverControl(t *testing.T) {
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend)
+		logs := hookdtest.NewLogs()
+		b := setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.Log = logs.Logger(slog.LevelDebug) }})
 		b.registerType("order.created")
 		rc := newReceiver(t)
 		rc.setRespond(func(r *http.Request, _ int) (int, http.Header) {
@@ -86,6 +91,11 @@ func TestReceiverControl(t *testing.T) {
 			if d.EventID == second {
 				t.Errorf("the disabled endpoint got a delivery of the next event: %+v", d)
 			}
+		}
+
+		// Two answers with an unknown control, one log line about it.
+		if n := strings.Count(logs.String(), "ignoring an unknown webhook-delivery control"); n != 1 {
+			t.Errorf("an unknown control answered twice was logged %d times, want once", n)
 		}
 
 		rec := httptest.NewRecorder()

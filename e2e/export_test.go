@@ -140,3 +140,59 @@ func TestExportStreamsFlat(t *testing.T) {
 		}
 	})
 }
+
+// TestExportPageBounded: webhooks.export_page (the export for MCP) ends a
+// page once it passes 1 MiB, whatever the limit asked, and its cursor
+// reads on to the rest: six deliveries of 240 KiB events come as five
+// and one.
+func TestExportPageBounded(t *testing.T) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
+		b.registerType("order.created")
+		rc := newReceiver(t)
+		rc.setRespond(func(*http.Request, int) (int, http.Header) { return http.StatusGone, nil })
+		ep := b.endpoint(rc.URL, "order.*")
+		big := strings.Repeat("x", 240<<10)
+		var ids []string
+		for i := range 6 {
+			id := b.publish("order.created", fmt.Sprintf(`{"n":%d,"pad":%q}`, i, big))
+			settleNudged(b, ep.ID, id, "failed")
+			ids = append(ids, id)
+		}
+		type page struct {
+			Data []struct {
+				EventID  string          `json:"event_id"`
+				Envelope json.RawMessage `json:"envelope"`
+			} `json:"data"`
+			NextCursor string `json:"next_cursor"`
+			ExportURL  string `json:"export_url"`
+		}
+		var first, second page
+		b.must(200, "GET", "/api/admin/webhooks/"+ep.ID+"/deliveries/export_page?limit=200", nil, &first)
+		if len(first.Data) != 5 || first.NextCursor == "" {
+			t.Fatalf("a page of six 240 KiB deliveries: %d lines, next %q; want 5 (past 1 MiB) and a cursor", len(first.Data), first.NextCursor)
+		}
+		if !strings.HasSuffix(first.ExportURL, "/api/admin/webhooks/"+ep.ID+"/deliveries/export") || !strings.HasPrefix(first.ExportURL, "http://") {
+			t.Errorf("export_url %q, want the stream's absolute URL", first.ExportURL)
+		}
+		b.must(200, "GET", "/api/admin/webhooks/"+ep.ID+"/deliveries/export_page?limit=200&cursor="+first.NextCursor, nil, &second)
+		if len(second.Data) != 1 || second.NextCursor != "" {
+			t.Fatalf("the next page: %d lines, next %q; want the last one and no cursor", len(second.Data), second.NextCursor)
+		}
+		got := map[string]bool{}
+		for _, l := range append(first.Data, second.Data...) {
+			if len(l.Envelope) < 240<<10 {
+				t.Errorf("delivery of %s without its whole envelope (%d bytes)", l.EventID, len(l.Envelope))
+			}
+			got[l.EventID] = true
+		}
+		for _, id := range ids {
+			if !got[id] {
+				t.Errorf("event %s is on no page", id)
+			}
+		}
+		if code := b.do("GET", "/api/admin/webhooks/"+ep.ID+"/deliveries/export_page?cursor=xc_nope", nil, nil); code != 422 {
+			t.Errorf("a garbage cursor answered %d, want 422", code)
+		}
+	})
+}

@@ -204,7 +204,13 @@ func TestPollEndpoint(t *testing.T) {
 // TestPollForeignOwner: a poll token of one owner's endpoint reaches no
 // endpoint of another owner (404), and that owner's admin key no poll.
 func TestPollForeignOwner(t *testing.T) {
-	b := setup(t, dbtest.Backends()[0])
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		pollForeignOwner(t, backend)
+	})
+}
+
+func pollForeignOwner(t *testing.T, backend dbtest.Backend) {
+	b := setup(t, backend)
 	b.registerType("order.created")
 	mine := b.pollEndpoint("order.*")
 	key, err := b.h.CreateAPIKey(context.Background(), "globex", "admin")
@@ -368,6 +374,29 @@ func TestPollConsumerRestarts(t *testing.T) {
 		ids := <-published
 		if strings.Join(got, ",") != strings.Join(ids, ",") {
 			t.Fatalf("the consumer got %d events %v, want the %d published, once each in order: %v", len(got), got, len(ids), ids)
+		}
+	})
+}
+
+// TestPollEndpointSelects: a polling endpoint is chosen as any endpoint
+// is (its types and its filter): of four events it gets the one that
+// matches both, and nothing of a type it is not subscribed to.
+func TestPollEndpointSelects(t *testing.T) {
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend)
+		b.registerType("order.created")
+		b.registerType("refund.created")
+		var ep pollEndpointOut
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"kind": "poll", "event_types": []string{"order.*"}, "filter": "data.n > 1"}, &ep)
+		all := b.pollEndpoint("*") // sees every event: the fanouts are done once it has them all
+		b.publish("order.created", `{"n":1}`)
+		want := b.publish("order.created", `{"n":2}`)
+		b.publish("refund.created", `{"n":3}`)
+		if !eventually(20*time.Second, func() bool { return len(b.poll(all, "").Data) == 3 }) {
+			t.Fatal("the three events never all reached the polling endpoint subscribed to everything")
+		}
+		if got := eventIDs(t, ep.Secret, b.poll(ep, "")); strings.Join(got, ",") != want {
+			t.Fatalf("the filtered polling endpoint has %v, want only %s", got, want)
 		}
 	})
 }

@@ -126,6 +126,7 @@ func (c *Console) routes() error {
 	m.Handle("GET /admin/webhooks/{id}/deliveries/{delivery}", c.authed(c.showDelivery))
 	m.Handle("POST /admin/webhooks/{id}/recover", c.authed(c.recover))
 	m.Handle("GET /admin/webhooks/{id}/recoveries/{task}", c.authed(c.showRecovery))
+	m.Handle("GET /admin/webhooks/{id}/deliveries/export", c.authed(c.export))
 	m.Handle("GET /admin/events", c.authed(c.listEvents))
 	m.Handle("POST /admin/events/{id}/resend", c.authed(c.resendEvent))
 	m.Handle("GET /admin/branding", c.authed(c.showBranding))

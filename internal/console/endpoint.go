@@ -19,6 +19,8 @@ type endpointData struct {
 	// Recover is the Recover… dialog's form: open, with its error, when
 	// the last one was refused.
 	Recover recoverForm
+	// Export is the Export… dialog's form, likewise.
+	Export exportForm
 }
 
 // notices are what the endpoint page says after an action (?done=…).
@@ -37,12 +39,18 @@ func notice(r *http.Request, l *locale, w wordsView) string {
 }
 
 func (c *Console) showEndpoint(w http.ResponseWriter, r *http.Request, s *session) {
-	c.endpointPage(w, r, s, http.StatusOK, recoverForm{States: []string{"failed"}})
+	c.endpointPage(w, r, s, http.StatusOK, endpointForms{Recover: recoverForm{States: []string{"failed"}}})
 }
 
 // endpointPage renders the endpoint page with the Recover… dialog's form
 // as given.
-func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, s *session, status int, rf recoverForm) {
+// endpointForms are the endpoint page's dialogs as typed.
+type endpointForms struct {
+	Recover recoverForm
+	Export  exportForm
+}
+
+func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, s *session, status int, forms endpointForms) {
 	ctx := r.Context()
 	ref := &ops.EndpointRef{ID: r.PathValue("id")}
 	e, err := callAs[ops.EndpointView](ctx, c, s, "webhooks.get", ref)
@@ -66,7 +74,7 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	v := c.wordsOf(r, s)
-	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds, Grant: grants.of(e), ShowGrant: v.Grants || e.GrantID != "", Recover: rf}
+	d := endpointData{Endpoint: e, Chart: chart(st.Hours), Deliveries: ds, Grant: grants.of(e), ShowGrant: v.Grants || e.GrantID != "", Recover: forms.Recover, Export: forms.Export}
 	for _, h := range st.Hours {
 		d.Totals.Delivered += h.Delivered
 		d.Totals.Failed += h.Failed

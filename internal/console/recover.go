@@ -31,7 +31,7 @@ func (c *Console) recover(w http.ResponseWriter, r *http.Request, s *session) {
 	switch {
 	case apperr.CodeOf(err) == apperr.Invalid:
 		f.Error = c.localeOf(r, s).Err(err)
-		c.endpointPage(w, r, s, http.StatusUnprocessableEntity, f)
+		c.endpointPage(w, r, s, http.StatusUnprocessableEntity, endpointForms{Recover: f})
 		return
 	case err != nil:
 		c.fail(w, r, s, err)

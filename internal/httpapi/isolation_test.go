@@ -346,6 +346,7 @@ func (w *world) foreignArgs() map[string]map[string]any {
 		"owners.in_flight":             nil,
 		"webhooks.recover":             {"id": ep, "since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)},
 		"webhooks.recovery":            {"id": ep, "task_id": w.bob.job},
+		"webhooks.export_page":         {"id": ep, "state": "all"},
 		"audit.list":                   nil,
 	}
 }

@@ -65,7 +65,7 @@ func (b *builder) routes() (map[string]map[string]any, error) {
 		"/api/admin/webhooks/{id}/deliveries/export": {"get": map[string]any{
 			"operationId":   "webhooks.export_deliveries",
 			"summary":       "Stream the endpoint's deliveries as NDJSON: one delivery with its envelope a line, in constant memory (a dead-letter archive).",
-			"description":   "Needs an admin key, or an operator key naming the owner (Hookd-Owner). A stream, so no MCP tool: an MCP client pages the same deliveries with webhooks.deliveries (state, since, until).",
+			"description":   "Needs an admin key, or an operator key naming the owner (Hookd-Owner). A stream, so no MCP tool of its own: webhooks.export_page answers the same lines a bounded page at a time, with a cursor and this URL.",
 			"tags":          []string{"webhooks"},
 			"x-hookd-route": true,
 			"parameters": []any{id,

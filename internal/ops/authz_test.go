@@ -29,6 +29,7 @@ var access = []struct {
 		return `{"id":"` + w.ep + `","since":"` + time.Now().UTC().Add(-time.Hour).Format(time.RFC3339) + `","states":["delivered"]}`
 	}},
 	{"webhooks.recovery", owner.Admin, true, func(w *world) string { return fmt.Sprintf(`{"id":%q,"task_id":%d}`, w.ep, w.task) }},
+	{"webhooks.export_page", owner.Admin, true, func(w *world) string { return `{"id":"` + w.ep + `","state":"all","limit":1}` }},
 	{"webhooks.list", owner.Admin, true, nil},
 	{"webhooks.create", owner.Admin, true, func(w *world) string {
 		return `{"url":"` + w.receiver.URL + `/new","event_types":["invoice.*"]}`

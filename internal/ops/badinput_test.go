@@ -99,6 +99,14 @@ var badInputs = []bad{
 	badRow("webhooks.deliveries", `{"id":"{ep}","since":"{future}","until":"{past}"}`, invalid, "must be before until"),
 	badRow("webhooks.deliveries", `{"id":"{ep}","since":"last week"}`, invalid, `since "last week" is not an RFC 3339 time`),
 	badRow("webhooks.delivery", `{"id":"{ep}","delivery_id":"dlv_nope"}`, notFound),
+	badRow("webhooks.export_page", `{"id":"{ep}","state":"lost"}`, invalid, `state "lost" is not valid: use failed (default), delivered, pending or all`),
+	badRow("webhooks.export_page", `{"id":"{ep}","since":"monday"}`, invalid, `since "monday" is not an RFC 3339 time`),
+	badRow("webhooks.export_page", `{"id":"{ep}","since":"{past}","until":"{old}"}`, invalid, "must be before until"),
+	badRow("webhooks.export_page", `{"id":"{ep}","limit":201}`, invalid, "limit 201: between 1 and 200 (default 50)"),
+	badRow("webhooks.export_page", `{"id":"{ep}","cursor":"xc_garbage!"}`, invalid, `cursor "xc_garbage!" is not an export cursor of hookd's`),
+	badRow("webhooks.export_page", `{"id":"{ep}","cursor":"{foreignexport}"}`, invalid, "is a cursor of another endpoint's export ({poll}), not of {ep}"),
+	badRow("webhooks.export_page", `{"id":"ep_nope"}`, notFound),
+	badRow("webhooks.export_page", `{"id":"{bobep}"}`, notFound),
 	badRow("webhooks.delivery", `{"id":"{bobep}","delivery_id":"{delivery}"}`, notFound),
 
 	// Signing.
@@ -252,6 +260,7 @@ func TestBadInput(t *testing.T) {
 				"{types101}", many(101, `"invoice.paid"`), "{ids101}", many(101, `"ep_x"`), "{batch1001}", many(1001, `{"type":"invoice.paid"}`),
 				"{pastcursor}", "pc_"+base64.RawURLEncoding.EncodeToString([]byte(w.poll+".999")),
 				"{foreigncursor}", "pc_"+base64.RawURLEncoding.EncodeToString([]byte(w.ep+".0")),
+				"{foreignexport}", "xc_"+base64.RawURLEncoding.EncodeToString([]byte(w.poll+".dlv_x")),
 			)
 			before := w.snapshot()
 			seen := map[string]bool{}

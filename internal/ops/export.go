@@ -30,39 +30,62 @@ type ExportLine struct {
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 }
 
+// exportFilter is an export's checked filter.
+type exportFilter struct {
+	state    string // "" for every state
+	from, to int64  // unix microseconds; 0 for no bound
+}
+
+// checkExport checks the caller and the filter of an export (the stream's
+// and a page's alike).
+func checkExport(p Principal, state, sinceText, untilText string) (exportFilter, error) {
+	if !p.Role.Allows(owner.Admin) {
+		return exportFilter{}, apperr.New(apperr.Forbidden, "exporting deliveries needs a %s key; this key is %s", owner.Admin, p.Role)
+	}
+	if p.OwnerID == "" {
+		return exportFilter{}, apperr.New(apperr.Invalid, "an operator key must name the owner to act on (header Hookd-Owner or query parameter owner)")
+	}
+	var f exportFilter
+	switch state {
+	case "":
+		f.state = string(endpoint.Failed)
+	case "all":
+	case string(endpoint.Pending), string(endpoint.Delivered), string(endpoint.Failed):
+		f.state = state
+	default:
+		return f, invalid("state %q is not valid: use failed (default), delivered, pending or all", state)
+	}
+	since, err := parseTime("since", sinceText)
+	if err != nil {
+		return f, err
+	}
+	until, err := parseTime("until", untilText)
+	if err != nil {
+		return f, err
+	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return f, apperr.New(apperr.Invalid, "since (%s) must be before until (%s)", sinceText, untilText).Keyed("window.order")
+	}
+	if !since.IsZero() {
+		f.from = since.UnixMicro()
+	}
+	if !until.IsZero() {
+		f.to = until.UnixMicro()
+	}
+	return f, nil
+}
+
 // ExportDeliveries streams one endpoint's deliveries, one JSON line each
 // (NDJSON), to write, a page at a time: a dead-letter archive of failed
 // deliveries, or the whole log. It is REST's GET
-// /api/admin/webhooks/{id}/deliveries/export (a stream: no MCP tool); the
-// checks come before the first line, so a bad filter answers 422 and
-// writes nothing.
+// /api/admin/webhooks/{id}/deliveries/export (a stream; MCP reads the same
+// lines a bounded page at a time with webhooks.export_page); the checks
+// come before the first line, so a bad filter answers 422 and writes
+// nothing.
 func (s *Service) ExportDeliveries(ctx context.Context, p Principal, in *ExportIn, start func() error, write func(line []byte) error) error {
-	if !p.Role.Allows(owner.Admin) {
-		return apperr.New(apperr.Forbidden, "exporting deliveries needs a %s key; this key is %s", owner.Admin, p.Role)
-	}
-	if p.OwnerID == "" {
-		return apperr.New(apperr.Invalid, "an operator key must name the owner to act on (header Hookd-Owner or query parameter owner)")
-	}
-	state := in.State
-	switch state {
-	case "":
-		state = string(endpoint.Failed)
-	case "all":
-		state = ""
-	case string(endpoint.Pending), string(endpoint.Delivered), string(endpoint.Failed):
-	default:
-		return invalid("state %q is not valid: use failed (default), delivered, pending or all", in.State)
-	}
-	since, err := parseTime("since", in.Since)
+	f, err := checkExport(p, in.State, in.Since, in.Until)
 	if err != nil {
 		return err
-	}
-	until, err := parseTime("until", in.Until)
-	if err != nil {
-		return err
-	}
-	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		return invalid("since (%s) must be before until (%s)", in.Since, in.Until)
 	}
 	o, prof, err := s.ownerProfile(ctx, p.OwnerID)
 	if err != nil {
@@ -74,17 +97,10 @@ func (s *Service) ExportDeliveries(ctx context.Context, p Principal, in *ExportI
 	if err := start(); err != nil {
 		return err
 	}
-	var from, to int64
-	if !since.IsZero() {
-		from = since.UnixMicro()
-	}
-	if !until.IsZero() {
-		to = until.UnixMicro()
-	}
 	after := ""
 	var buf []byte
 	for {
-		page, err := s.DB.Q().ExportPage(ctx, in.ID, state, after, from, to, exportPage)
+		page, err := s.DB.Q().ExportPage(ctx, in.ID, f.state, after, f.from, f.to, exportPage)
 		if err != nil {
 			return err
 		}

@@ -13,9 +13,10 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 )
 
-// TestExport: ExportDeliveries (REST's stream, no op of its own) checks
-// its caller and filter before the first line: a refusal starts nothing;
-// a good filter writes one NDJSON line per delivery with its envelope.
+// TestExport: ExportDeliveries (REST's stream) checks its caller and
+// filter before the first line: a refusal starts nothing; a good filter
+// writes one NDJSON line per delivery with its envelope.
+// webhooks.export_page answers the same lines a bounded page at a time.
 func TestExport(t *testing.T) {
 	t.Parallel()
 	for _, backend := range dbtest.Backends() {
@@ -74,6 +75,46 @@ func TestExport(t *testing.T) {
 			}
 			if _, all, _ := run(w.admin, ops.ExportIn{ID: w.ep, State: "all", Until: "2000-01-01T00:00:00Z"}); len(all) != 0 {
 				t.Errorf("all until 2000: %d lines", len(all))
+			}
+
+			// webhooks.export_page (MCP's export): the stream's lines a page
+			// at a time, a cursor between pages, and the stream's URL.
+			_, stream, err := run(w.admin, ops.ExportIn{ID: w.ep, State: "all"})
+			if err != nil || len(stream) < 2 {
+				t.Fatalf("the whole export: %v, %d lines, want at least 2", err, len(stream))
+			}
+			var paged []string
+			cursor := ""
+			for range len(stream) + 1 {
+				args := `{"id":"` + w.ep + `","state":"all","limit":1,"cursor":"` + cursor + `"}`
+				page := w.call(w.admin, "webhooks.export_page", args).(*ops.ExportPageOut)
+				if page.ExportURL != "/api/admin/webhooks/"+w.ep+"/deliveries/export?state=all" {
+					t.Errorf("export_url %q, want the stream's path with the same filter", page.ExportURL)
+				}
+				for _, l := range page.Data {
+					b, err := json.Marshal(l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					paged = append(paged, string(b))
+				}
+				if cursor = page.NextCursor; cursor == "" {
+					break
+				}
+				if len(page.Data) != 1 {
+					t.Fatalf("a page of limit 1 with a next_cursor has %d lines", len(page.Data))
+				}
+			}
+			if strings.Join(paged, "\n") != strings.Join(stream, "\n") {
+				t.Errorf("the pages' lines differ from the stream's:\n%s\nwant\n%s", strings.Join(paged, "\n"), strings.Join(stream, "\n"))
+			}
+			whole := w.call(w.admin, "webhooks.export_page", `{"id":"`+w.ep+`","state":"all"}`).(*ops.ExportPageOut)
+			if len(whole.Data) != len(stream) || whole.NextCursor != "" {
+				t.Errorf("one page of the default limit: %d lines, next %q; want %d and no cursor", len(whole.Data), whole.NextCursor, len(stream))
+			}
+			asOperator.OwnerID = "alice"
+			if u := w.call(asOperator, "webhooks.export_page", `{"id":"`+w.ep+`","since":"2026-01-01T00:00:00Z"}`).(*ops.ExportPageOut).ExportURL; u != "/api/admin/webhooks/"+w.ep+"/deliveries/export?owner=alice&since=2026-01-01T00%3A00%3A00Z" {
+				t.Errorf("an operator's export_url %q: want the owner it acts on in it", u)
 			}
 		})
 	}

@@ -58,6 +58,7 @@ func (s *Service) Ops() []*Op {
 		s.ops = append(s.ops, s.ownerOps()...)
 		s.ops = append(s.ops, s.inFlightOps()...)
 		s.ops = append(s.ops, s.recoverOps()...)
+		s.ops = append(s.ops, s.exportPageOp())
 		s.ops = append(s.ops, s.apiKeyOps()...)
 		s.ops = append(s.ops, s.activityOps()...)
 		s.ops = append(s.ops, s.deliveryOps()...)

@@ -47,6 +47,7 @@ OPERATIONS: tuple[str, ...] = (
     "webhooks.event_types",
     "webhooks.expire_old_secrets",
     "webhooks.export_deliveries",
+    "webhooks.export_page",
     "webhooks.get",
     "webhooks.list",
     "webhooks.poll",
@@ -345,6 +346,12 @@ class ExportLine(TypedDict, total=False):
     next_attempt_at: Optional[str]
     state: Required[Literal["pending", "delivered", "failed"]]
     updated_at: Required[str]
+
+
+class ExportPageOut(TypedDict, total=False):
+    data: Required[Optional[list[ExportLine]]]
+    export_url: Required[str]
+    next_cursor: str
 
 
 class GrantList(TypedDict, total=False):
@@ -821,6 +828,12 @@ class WebhooksOps:
         spec = OpSpec("webhooks.export_deliveries", "GET", "/api/admin/webhooks/{id}/deliveries/export", query=("state", "since", "until", ), headers={}, body=False)
         self._call(spec, {"id": id, "state": state, "since": since, "until": until})
 
+    def export_page(self, *, id: str, state: Optional[str] = None, since: Optional[str] = None, until: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None) -> ExportPageOut:
+        """A page of the endpoint's delivery export (a dead-letter archive): each delivery with its envelope, oldest first, with a cursor for the next page and the URL of the whole export as an NDJSON stream. (GET /api/admin/webhooks/{id}/deliveries/export_page)"""
+        spec = OpSpec("webhooks.export_page", "GET", "/api/admin/webhooks/{id}/deliveries/export_page", query=("state", "since", "until", "limit", "cursor", ), headers={}, body=False)
+        result: ExportPageOut = self._call(spec, {"id": id, "state": state, "since": since, "until": until, "limit": limit, "cursor": cursor})
+        return result
+
     def get(self, *, id: str) -> EndpointView:
         """Get one endpoint. (GET /api/admin/webhooks/{id})"""
         spec = OpSpec("webhooks.get", "GET", "/api/admin/webhooks/{id}", query=(), headers={}, body=False)
@@ -912,7 +925,7 @@ class WebhooksOps:
         return result
 
 
-__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "EndpointViewAuth", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut", "WebhooksCreateAuth"]
+__all__ = ["OPERATIONS", "Ops", "APIKeyList", "Activity", "ActivityLast", "ActivityList", "Audit", "AuditActor", "AuditChanges", "AuditList", "BatchOut", "Branding", "BrandingLogo", "Delivery", "DeliveryDetail", "DeliveryDetailAttempts", "DeliveryDetailHeaders", "DeliveryList", "DeliveryPublished", "DeliveryRecovery", "DeliveryResent", "EndpointList", "EndpointStats", "EndpointStatsHours", "EndpointView", "EndpointViewAuth", "Event", "EventList", "EventSummary", "EventType", "EventTypeList", "EventsPublishBatchEvents", "ExportLine", "ExportPageOut", "GrantList", "GrantView", "InFlight", "InFlightList", "NewKey", "Owner", "OwnerAPIKey", "OwnerList", "PollMessage", "PollPage", "PollTokenView", "PortalLink", "PortalRevoked", "Position", "Recovered", "Redelivered", "RetriedNow", "TaskView", "TestFilterOut", "TestSent", "TestTransformationOut", "WebhooksCreateAuth"]
 
 
 class Ops:

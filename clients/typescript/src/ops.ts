@@ -44,6 +44,7 @@ export const OPERATIONS = [
   "webhooks.event_types",
   "webhooks.expire_old_secrets",
   "webhooks.export_deliveries",
+  "webhooks.export_page",
   "webhooks.get",
   "webhooks.list",
   "webhooks.poll",
@@ -454,6 +455,14 @@ export interface ExportLine {
   next_attempt_at?: string | null;
   state: "pending" | "delivered" | "failed";
   updated_at: string;
+}
+
+export interface ExportPageOut {
+  data: ExportLine[] | null;
+  /** the NDJSON stream of the whole export with this filter (GET it with the same key): for an archive too large to page */
+  export_url: string;
+  /** pass it as cursor for the next page; absent on the last page */
+  next_cursor?: string;
 }
 
 export interface GrantList {
@@ -879,6 +888,22 @@ export interface WebhooksExportDeliveriesInput {
   until?: string;
 }
 
+/** WebhooksExportPageInput is the input of webhooks.export_page. */
+export interface WebhooksExportPageInput {
+  /** the endpoint id (ep_…) */
+  id: string;
+  /** failed (default), delivered, pending or all */
+  state?: string;
+  /** RFC 3339: only deliveries created at or after this time */
+  since?: string;
+  /** RFC 3339: only deliveries created before this time */
+  until?: string;
+  /** at most this many deliveries (default 50, max 200; a page also ends once it passes 1 MiB) */
+  limit?: number;
+  /** the next_cursor of the previous page (with the same filter) */
+  cursor?: string;
+}
+
 /** WebhooksGetInput is the input of webhooks.get. */
 export interface WebhooksGetInput {
   /** the endpoint id (ep_…) */
@@ -1187,6 +1212,9 @@ export abstract class Ops {
     /** Stream the endpoint's deliveries as NDJSON: one delivery with its envelope a line, in constant memory (a dead-letter archive). (GET /api/admin/webhooks/{id}/deliveries/export) */
     exportDeliveries: (input: WebhooksExportDeliveriesInput, options?: CallOptions): Promise<void> =>
       this.call<void>({ op: "webhooks.export_deliveries", method: "GET", path: "/api/admin/webhooks/{id}/deliveries/export", query: ["state", "since", "until"], headers: {}, body: false }, input, options),
+    /** A page of the endpoint's delivery export (a dead-letter archive): each delivery with its envelope, oldest first, with a cursor for the next page and the URL of the whole export as an NDJSON stream. (GET /api/admin/webhooks/{id}/deliveries/export_page) */
+    exportPage: (input: WebhooksExportPageInput, options?: CallOptions): Promise<ExportPageOut> =>
+      this.call<ExportPageOut>({ op: "webhooks.export_page", method: "GET", path: "/api/admin/webhooks/{id}/deliveries/export_page", query: ["state", "since", "until", "limit", "cursor"], headers: {}, body: false }, input, options),
     /** Get one endpoint. (GET /api/admin/webhooks/{id}) */
     get: (input: WebhooksGetInput, options?: CallOptions): Promise<EndpointView> =>
       this.call<EndpointView>({ op: "webhooks.get", method: "GET", path: "/api/admin/webhooks/{id}", query: [], headers: {}, body: false }, input, options),
