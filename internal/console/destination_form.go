@@ -44,8 +44,8 @@ type destForm struct {
 	// HTTP: the picker offers HTTP; Single: it offers one kind only, so
 	// there is no picker, only that kind's fields (offer).
 	HTTP, Single bool
-	V         map[string]string
-	HasSecret bool
+	V            map[string]string
+	HasSecret    bool
 }
 
 // offer narrows the picker to the kinds the operator allows (ops'
