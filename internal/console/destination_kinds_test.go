@@ -40,9 +40,9 @@ func TestDestinationPickerAllowedKinds(t *testing.T) {
 			if st := s.api(s.keys["acme"], http.MethodPost, "/api/admin/webhooks", map[string]any{"url": rc.URL + "/hook", "event_types": []string{"invoice.*"}}, &old); st != http.StatusCreated {
 				t.Fatalf("create the http endpoint: %d", st)
 			}
-			// The operator restarts with --destinations sqs (the service
-			// reads the list on every request, as a new process would).
-			s.h.Ops.Destinations = []string{"sqs"}
+			// The operator restarts with --destinations sqs (SetDestinations:
+			// the list is read on every request, as a new process would).
+			s.h.Ops.SetDestinations([]string{"sqs"})
 			rw := s.open(s.link(s.keys["acme"], nil))
 			p.open(strings.TrimPrefix(rw, s.srv.URL) + "/webhooks/new")
 			if run(p, chromedp.Evaluate[bool](`document.querySelector('select#dest_kind') !== null || document.getElementById('url') !== null`)) {

@@ -33,8 +33,8 @@ func TestDestinationKinds(t *testing.T) {
 			mustCall(t, cs, "webhooks.create", map[string]any{"url": hook, "event_types": []string{"webhook.test"}}, &ep)
 
 			// The operator restarts hookd with --destinations sqs: the
-			// service reads the list on every call, as a new process would.
-			b.h.Ops.Destinations = []string{"sqs"}
+			// list is read on every call (SetDestinations), as a new process would.
+			b.h.Ops.SetDestinations([]string{"sqs"})
 			refused := func(how, msg string) {
 				t.Helper()
 				if !strings.HasPrefix(msg, "url: ") || !strings.Contains(msg, "no http destination") || !strings.Contains(msg, "it accepts sqs") {

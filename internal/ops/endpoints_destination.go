@@ -24,11 +24,20 @@ func (s *Service) checkDestination(url string) error {
 // DestinationKinds are the kinds of destination this hookd accepts for a
 // new url, in destination.Kinds' order.
 func (s *Service) DestinationKinds() []string {
-	if len(s.Destinations) == 0 {
+	kinds := s.Destinations
+	if p := s.destinations.Load(); p != nil {
+		kinds = *p
+	}
+	if len(kinds) == 0 {
 		return destination.Kinds
 	}
-	return s.Destinations
+	return kinds
 }
+
+// SetDestinations replaces Destinations while the service runs, as
+// restarting with another --destinations would (tests: an endpoint saved
+// before its kind was left out). kinds are destination.Kinds' names.
+func (s *Service) SetDestinations(kinds []string) { s.destinations.Store(&kinds) }
 
 // checkKind refuses a url of a kind the operator left out (hookd serve
 // --destinations), saying which kinds this hookd accepts.

@@ -43,6 +43,8 @@ type Service struct {
 	Now            func() time.Time
 	Log            *slog.Logger
 	ops            []*Op
+	// destinations overrides Destinations (SetDestinations).
+	destinations atomic.Pointer[[]string]
 	// recoverInline overrides RecoverInline (SetRecoverInline).
 	recoverInline atomic.Int64
 }
