@@ -63,6 +63,13 @@ type Config struct {
 	// portal_frame_origins attribute adds more. None: the portal cannot be
 	// framed at all.
 	PortalFrameOrigins []string
+	// Destinations are the kinds of destination owners may create
+	// endpoints with or point them at: "http" (http and https), "amqp",
+	// "nats", "kafka", "sqs", "gcppubsub", "redis" (nil: every kind). A
+	// url of another kind is refused (422); an endpoint of that kind
+	// saved before keeps delivering. Polling endpoints are not
+	// destinations and are always allowed.
+	Destinations []string
 	// NoTransformations turns endpoints' transformations off in this
 	// process: no script runs, deliveries to an endpoint with one fail
 	// (never sent untransformed), and saving or trying one is refused.
@@ -202,7 +209,7 @@ func (c Config) app() app.Config {
 	return app.Config{
 		Database: c.Database, Schema: c.Schema, MasterKey: c.MasterKey,
 		EgressAllow: c.EgressAllow, EgressProxy: c.EgressProxy, UserAgent: c.UserAgent,
-		PortalFrameOrigins: c.PortalFrameOrigins, NoTransformations: c.NoTransformations,
+		PortalFrameOrigins: c.PortalFrameOrigins, NoTransformations: c.NoTransformations, Destinations: c.Destinations,
 		TransformationTimeLimit: c.TransformationTimeLimit,
 		Work:                    c.Work, Workers: c.Workers, SlowWorkers: c.SlowWorkers, OwnerShare: c.OwnerShare, SlowAfter: c.SlowAfter,
 		EventTypes: types, Catalogs: c.Catalogs, KeepCatalog: c.KeepCatalog, Scope: c.Scope.source(),

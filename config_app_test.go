@@ -26,7 +26,7 @@ func TestConfigReachesApp(t *testing.T) {
 	c := Config{
 		Database: "x.db", Schema: "s", MasterKey: make([]byte, 32),
 		EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, EgressProxy: proxy, UserAgent: "ua",
-		PortalFrameOrigins: []string{"https://app.example.com"}, NoTransformations: true, TransformationTimeLimit: time.Second,
+		PortalFrameOrigins: []string{"https://app.example.com"}, NoTransformations: true, Destinations: []string{"http", "sqs"}, TransformationTimeLimit: time.Second,
 		Work: true, Workers: 3, SlowWorkers: 2, OwnerShare: 0.5, SlowAfter: time.Second,
 		EventTypes: []EventType{{Name: "order.created", Description: "d", Scoped: true}, {Name: "order.audit", Internal: true}},
 		Catalogs:   []string{"standmeet"}, KeepCatalog: true,

@@ -46,6 +46,8 @@ func TestConfigValidate(t *testing.T) {
 		{"oidc no client", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", OperatorValues: []string{"ops"}}}, "OIDC needs a client id (--oidc-client-id"},
 		{"oidc no role", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd"}}, "OIDC maps no claim value to a role"},
 		{"oidc bad owner", hookd.Config{MasterKey: key, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd", AdminValues: map[string]string{"team": "no such owner!"}}}, "--oidc-admin-group team=no such owner!"},
+		{"unknown destination kind", hookd.Config{MasterKey: key, Destinations: []string{"http", "ftp"}}, `destinations (--destinations): "ftp" is no destination kind: use some of http, amqp, nats, kafka, sqs, gcppubsub, redis`},
+		{"destination kinds", hookd.Config{MasterKey: key, Destinations: []string{"SQS", "https"}}, ""},
 		{"oidc only", hookd.Config{MasterKey: key, ConsoleKeySigninOff: true, OIDC: &hookd.OIDCConfig{Issuer: "https://sso.example.com", ClientID: "hookd", AdminValues: map[string]string{"team": "acme"}}}, ""},
 	}
 	for _, c := range cases {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/cliflag"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/egress"
 	"github.com/hookd/hookd/internal/gctune"
 	"github.com/hookd/hookd/internal/httpapi"
@@ -91,6 +92,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	metricsAddr := fs.String("metrics-addr", os.Getenv("HOOKD_METRICS_ADDR"), "serve /metrics (and /healthz, /readyz) on this address of its own, e.g. :9090; empty: /metrics on --addr (env HOOKD_METRICS_ADDR)")
 	ownerLabels := fs.Bool("metrics-owner-labels", os.Getenv("HOOKD_METRICS_OWNER_LABELS") == "true", "label the Prometheus counters by owner and endpoint (cardinality grows with them) (env HOOKD_METRICS_OWNER_LABELS=true)")
 	noTransformations := fs.Bool("no-transformations", os.Getenv("HOOKD_NO_TRANSFORMATIONS") == "true", "run no endpoint's transformation: their deliveries fail rather than go untransformed, and saving one is refused; filters still apply (env HOOKD_NO_TRANSFORMATIONS=true)")
+	dests := fs.String("destinations", envOr("HOOKD_DESTINATIONS", strings.Join(destination.Kinds, ",")), "the destination kinds owners may create or point endpoints at, comma-separated (http covers https); an endpoint of a kind left out that exists keeps delivering (env HOOKD_DESTINATIONS)")
 	gcFloorFlag := gcHeapFloorFlag(fs.FlagSet)
 	if _, err := fs.Parse(args); err != nil {
 		return err
@@ -123,6 +125,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	cfg.PortalFrameOrigins = ops.SplitOrigins(*frameOrigins)
 	cfg.NoTransformations = *noTransformations
+	if cfg.Destinations, err = destination.ParseKinds(*dests); err != nil {
+		return fs.Errorf("--destinations: %v", err)
+	}
 	cfg.Work = *role != "api"
 	cfg.Workers, cfg.SlowWorkers, cfg.OwnerShare, cfg.SlowAfter = *workers, *slowWorkers, *ownerShare, *slowAfter
 	if cfg.Retention, err = time.ParseDuration(*retention); err != nil {

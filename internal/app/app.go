@@ -146,7 +146,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Jobs: queue, EgressAllow: cfg.EgressAllow, UserAgent: cfg.UserAgent, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
+	opsSvc := &ops.Service{DB: db, Delivery: deliverySvc, Profiles: profiles, Sealer: sealer, Jobs: queue, EgressAllow: cfg.EgressAllow, Destinations: cfg.Destinations, UserAgent: cfg.UserAgent, DefaultProfile: cfg.DefaultProfile, Now: cfg.Now, Log: cfg.Log, ForeignGrants: cfg.Scope != nil}
 	a := &App{
 		DB: db, Delivery: deliverySvc, Ops: opsSvc, Jobs: queue, ownRiver: queue,
 		API: &httpapi.Server{Ops: opsSvc, Log: cfg.Log, Tracing: cfg.TracerProvider, Metrics: m},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/delivery"
+	"github.com/hookd/hookd/internal/destination"
 	"github.com/hookd/hookd/internal/event"
 	"github.com/hookd/hookd/internal/ops"
 	"github.com/hookd/hookd/internal/owner"
@@ -55,6 +56,9 @@ type Config struct {
 	UserAgent          string
 	PortalFrameOrigins []string
 	NoTransformations  bool
+	// Destinations: the kinds owners may point endpoints at (nil: every
+	// kind).
+	Destinations []string
 	// TransformationTimeLimit: 0 is 50 ms.
 	TransformationTimeLimit time.Duration
 
@@ -98,6 +102,11 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.Database = cmp.Or(c.Database, DefaultDatabase)
 	c.DefaultProfile = cmp.Or(c.DefaultProfile, DefaultProfile)
+	if len(c.Destinations) > 0 {
+		if kinds, err := destination.ParseKinds(strings.Join(c.Destinations, ",")); err == nil {
+			c.Destinations = kinds // in their names and order (Validate refuses the rest)
+		}
+	}
 	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
 	c.SlowWorkers = cmp.Or(c.SlowWorkers, c.Workers)
 	c.OwnerShare = cmp.Or(c.OwnerShare, DefaultOwnerShare)
@@ -132,6 +141,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateSignin(); err != nil {
 		return err
+	}
+	if len(c.Destinations) > 0 {
+		if _, err := destination.ParseKinds(strings.Join(c.Destinations, ",")); err != nil {
+			return fmt.Errorf("destinations (--destinations): %v", err)
+		}
 	}
 	for _, o := range c.PortalFrameOrigins {
 		if _, err := ops.PortalFrameOrigin(o); err != nil {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/hookd/hookd/internal/destination"
@@ -38,10 +39,40 @@ var destKinds = []destKind{
 // destKinds), its fields' values, and whether the endpoint has a secret
 // stored (an empty secret field keeps it).
 type destForm struct {
-	Kind      string
-	Kinds     []destKind
-	V         map[string]string
-	HasSecret bool
+	Kind  string
+	Kinds []destKind
+	// HTTP: the picker offers HTTP; Single: it offers one kind only, so
+	// there is no picker, only that kind's fields (offer).
+	HTTP, Single bool
+	V            map[string]string
+	HasSecret    bool
+}
+
+// offer narrows the picker to the kinds the operator allows (ops'
+// DestinationKinds), keeping the kind shown when it is an existing
+// endpoint's (saved before its kind was left out: it keeps it). A new
+// endpoint whose kind is not offered starts on the first kind offered.
+func (d destForm) offer(allowed []string, existing bool) destForm {
+	ok := func(k string) bool { return slices.Contains(allowed, k) || existing && k == d.Kind }
+	if !ok(d.Kind) && len(allowed) > 0 {
+		d.Kind = allowed[0]
+	}
+	d.HTTP = ok(destination.KindHTTP)
+	d.Kinds = nil
+	for _, k := range destKinds {
+		if ok(k.Name) {
+			d.Kinds = append(d.Kinds, k)
+		}
+	}
+	d.Single = len(d.Kinds)+btoi(d.HTTP) == 1
+	return d
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // isBroker says the picker chose a destination other than HTTP.

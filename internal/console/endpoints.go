@@ -126,6 +126,7 @@ func (c *Console) showForm(w http.ResponseWriter, r *http.Request, s *session, s
 		return
 	}
 	f.Groups = groupTypes(types.Data)
+	f.Dest = f.Dest.offer(c.cfg.Ops.DestinationKinds(), f.ID != "")
 	if err := c.grantPicker(r, s, f); err != nil {
 		c.fail(w, r, s, err)
 		return

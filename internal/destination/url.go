@@ -93,7 +93,7 @@ func KindOf(raw string) string {
 	if k := kinds[strings.ToLower(scheme)]; k != "" {
 		return k
 	}
-	return "http"
+	return KindHTTP
 }
 
 // Parse reads a destination URL (docs/destinations.md):

@@ -179,6 +179,11 @@ func (s *Service) createEndpoint(ctx context.Context, p Principal, in *CreateEnd
 	if err != nil {
 		return nil, err
 	}
+	if kind != endpoint.KindPoll && in.URL != "" {
+		if err := s.checkKind(in.URL); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkEndpoint(ctx, q, p.OwnerID, kind, in.URL, in.Description, in.EventTypes, in.MaxInFlight); err != nil {
 		return nil, err
 	}
@@ -279,6 +284,11 @@ func (s *Service) updateEndpoint(ctx context.Context, p Principal, in *UpdateEnd
 		if in.URL != nil {
 			if e.Polled() && *in.URL != "" {
 				return invalid("url: endpoint %s is a polling endpoint and has no url (its kind cannot change: create an http endpoint instead)", e.ID)
+			}
+			if *in.URL != e.URL { // the url as stored, given back, is no new destination
+				if err := s.checkKind(*in.URL); err != nil {
+					return err
+				}
 			}
 			e.URL = *in.URL
 		}

@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/hookd/hookd/internal/apperr"
 	"github.com/hookd/hookd/internal/destination"
@@ -17,6 +19,35 @@ func (s *Service) checkDestination(url string) error {
 		return destinationInvalid(err)
 	}
 	return nil
+}
+
+// DestinationKinds are the kinds of destination this hookd accepts for a
+// new url, in destination.Kinds' order.
+func (s *Service) DestinationKinds() []string {
+	kinds := s.Destinations
+	if p := s.destinations.Load(); p != nil {
+		kinds = *p
+	}
+	if len(kinds) == 0 {
+		return destination.Kinds
+	}
+	return kinds
+}
+
+// SetDestinations replaces Destinations while the service runs, as
+// restarting with another --destinations would (tests: an endpoint saved
+// before its kind was left out). kinds are destination.Kinds' names.
+func (s *Service) SetDestinations(kinds []string) { s.destinations.Store(&kinds) }
+
+// checkKind refuses a url of a kind the operator left out (hookd serve
+// --destinations), saying which kinds this hookd accepts.
+func (s *Service) checkKind(url string) error {
+	kind, allowed := destination.KindOf(url), s.DestinationKinds()
+	if slices.Contains(allowed, kind) {
+		return nil
+	}
+	list := strings.Join(allowed, ", ")
+	return apperr.New(apperr.Invalid, "url: this hookd accepts no %s destination (hookd serve --destinations); it accepts %s", kind, list).Keyed("endpoint.destination_kind", kind, list)
 }
 
 func destinationInvalid(err error) error {

@@ -27,6 +27,10 @@ type Service struct {
 	// EgressAllow is passed to URL checks, so a URL that could never be
 	// delivered is refused at create time.
 	EgressAllow []netip.Prefix
+	// Destinations are the kinds of destination owners may create or
+	// point endpoints at (destination.Kinds' names; nil: every kind).
+	// An endpoint of another kind saved before keeps delivering.
+	Destinations []string
 	// UserAgent is what deliveries send, shown with a delivery's headers
 	// ("": hookd/1, the delivery service's default).
 	UserAgent string
@@ -39,6 +43,8 @@ type Service struct {
 	Now            func() time.Time
 	Log            *slog.Logger
 	ops            []*Op
+	// destinations overrides Destinations (SetDestinations).
+	destinations atomic.Pointer[[]string]
 	// recoverInline overrides RecoverInline (SetRecoverInline).
 	recoverInline atomic.Int64
 }
