@@ -88,6 +88,12 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ownerID, counted)
+		if lane == QueueDeliverSlow && !counted { // a burst's overflow
+			if !s.shares.admitOverflow(ctx, overflowWait) {
+				return s.overShare(ctx, job)
+			}
+			defer s.shares.doneOverflow()
+		}
 	}
 	now := s.now()
 	slot, ok, err := s.db.Q().TakeLease(ctx, endpointID, job.ID, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
@@ -116,6 +122,12 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) (
 			return s.overShare(ctx, job)
 		}
 		defer s.shares.give(lane, ep.OwnerID, counted)
+		if !counted { // a burst's overflow, its lease held while it waits
+			if !s.shares.admitOverflow(ctx, overflowWait) {
+				return s.overShare(ctx, job)
+			}
+			defer s.shares.doneOverflow()
+		}
 	}
 	if lane == QueueDeliver && laneOf(ep) == QueueDeliverSlow {
 		return s.toSlowLane(ctx, job) // the endpoint turned slow after the fanout wrote this job

@@ -68,6 +68,7 @@ type shares struct {
 	owners sync.Map // endpoint id → owner id
 	slow   sync.Map // endpoint id → struct{}
 	known  int      // entries in owners, under mu
+	gate   gate     // the overflow's admission (lane_gate.go), under mu
 }
 
 type shareKey struct{ lane, owner string }
@@ -82,6 +83,9 @@ func newShares(workers map[string]int, share float64) *shares {
 		if n > 0 && share > 0 && share < 1 {
 			sh.caps[lane] = max(1, int(float64(n)*share))
 		}
+	}
+	if _, capped := sh.caps[QueueDeliver]; capped {
+		sh.gate.limit = workers[QueueDeliver] // a share makes overflow
 	}
 	return sh
 }
@@ -148,6 +152,9 @@ func (sh *shares) take(lane, owner string, counted bool) bool {
 		sh.capped[k]++
 	}
 	sh.held[k]++
+	if lane == QueueDeliver {
+		sh.gate.healthy++
+	}
 	return true
 }
 
@@ -162,6 +169,10 @@ func (sh *shares) give(lane, owner string, counted bool) {
 		if sh.capped[k]--; sh.capped[k] <= 0 {
 			delete(sh.capped, k)
 		}
+	}
+	if lane == QueueDeliver {
+		sh.gate.healthy--
+		sh.gate.wakeLocked()
 	}
 }
 
