@@ -27,17 +27,7 @@ func TestEventListPlans(t *testing.T) {
 		must(t, err)
 		t.Cleanup(func() { db.Close() })
 		must(t, db.Migrate(ctx))
-		rows, err := db.SQLDB().QueryContext(ctx, `EXPLAIN QUERY PLAN `+store.ListEventsSQL, eventListArgs...)
-		must(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			must(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		must(t, rows.Err())
-		got := strings.Join(plan, "\n")
+		got := strings.Join(sqlitePlan(t, db, store.ListEventsSQL, eventListArgs...), "\n")
 		if !strings.Contains(got, "USING INDEX hookd_events_owner_created (owner_id=? AND created_at>? AND created_at<?)") || strings.Contains(got, "TEMP B-TREE") {
 			t.Errorf("events.list's plan does not search hookd_events_owner_created by owner and window, in its order:\n%s", got)
 		}

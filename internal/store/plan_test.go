@@ -162,17 +162,7 @@ func TestDeliveryLogStatePlans(t *testing.T) {
 		// the newest, so that walk is short.
 		for _, state := range states[:1] {
 			sql, args, index := logSQL(state)
-			rows, err := db.SQLDB().QueryContext(ctx, `EXPLAIN QUERY PLAN `+sql, args...)
-			must(t, err)
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				must(t, rows.Scan(&id, &parent, &unused, &detail))
-				plan = append(plan, detail)
-			}
-			must(t, rows.Err())
-			if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX "+index) || strings.Contains(p, "TEMP B-TREE") {
+			if p := strings.Join(sqlitePlan(t, db, sql, args...), "; "); !strings.Contains(p, "USING INDEX "+index) || strings.Contains(p, "TEMP B-TREE") {
 				t.Errorf("the log of %s deliveries reads %q, want %s in its order", state, p, index)
 			}
 		}
@@ -212,4 +202,21 @@ func TestDeliveryLogStatePlans(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sqlitePlan is SQLite's EXPLAIN QUERY PLAN of sql: each step's detail.
+func sqlitePlan(t *testing.T, db *store.DB, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := db.SQLDB().QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+sql, args...)
+	must(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		must(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	must(t, rows.Err())
+	return plan
 }
