@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 )
@@ -135,9 +134,4 @@ func signIn(ctx context.Context, base, key string) (*http.Client, error) {
 		return nil, fmt.Errorf("console sign-in: answered %d with no session cookie", resp.StatusCode)
 	}
 	return c, nil
-}
-
-// slowest is the page timing with the highest p99.
-func slowest(ts []PageTiming) PageTiming {
-	return slices.MaxFunc(ts, func(a, b PageTiming) int { return int(a.P99 - b.P99) })
 }

@@ -137,7 +137,7 @@ func fillPostgres(ctx context.Context, db *database, h *history, progress func(s
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	if _, err := conn.Exec(ctx, "SET search_path TO "+pgx.Identifier{db.schema}.Sanitize()); err != nil {
 		return 0, err
 	}
@@ -188,7 +188,7 @@ func fillSQLite(ctx context.Context, db *database, h *history, progress func(str
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	conn.SetMaxOpenConns(1)
 	insert := func(table string, cols []string) string {
 		return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
@@ -286,7 +286,7 @@ func dataDir(ctx context.Context, db *database) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	var dir string
 	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
 		return "", fmt.Errorf("data directory (needs a superuser, or pg_read_all_settings): %w", err)
@@ -310,7 +310,7 @@ func tableBytes(ctx context.Context, db *database) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		// dbstat: the pages of the two tables and their indexes (the
 		// automatic ones of their keys included), as PostgreSQL's
 		// pg_total_relation_size counts them.
@@ -323,7 +323,7 @@ func tableBytes(ctx context.Context, db *database) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	var n int64
 	q := "SELECT pg_total_relation_size($1::regclass) + pg_total_relation_size($2::regclass)"
 	s := pgx.Identifier{db.schema}.Sanitize()

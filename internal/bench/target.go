@@ -43,7 +43,7 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 		Work: !opts.Spawn, Workers: opts.Workers,
 		FetchCooldown: opts.FetchCooldown, FetchPollInterval: opts.FetchPollInterval,
 		BusySnooze: opts.BusySnooze, Retention: opts.Retention,
-		Log:        opts.Log,
+		Log: opts.Log,
 	}
 	h, err := hookd.Open(ctx, cfg)
 	if err != nil {
