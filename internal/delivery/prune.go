@@ -121,6 +121,12 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 	if err != nil {
 		return deliveries, events, err
 	}
+	if deliveries+events > 0 {
+		if err := s.db.Reclaim(ctx); err != nil {
+			// The rows are gone; their space waits for the next pass.
+			s.log.Warn("retention could not reclaim the pruned space; the next pass tries again", "error", err)
+		}
+	}
 	if deliveries+events+audits > 0 {
 		s.log.Info("retention pruned", "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
 	}

@@ -109,6 +109,16 @@ func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64
 	return n, nil
 }
 
+// Reclaim makes the space of the rows retention deleted reusable, after
+// a pass: on PostgreSQL a VACUUM of the pruned tables, on SQLite nothing
+// (its free list does it).
+func (db *DB) Reclaim(ctx context.Context) error {
+	if err := db.d.reclaim(ctx); err != nil {
+		return fmt.Errorf("reclaim pruned space: %w", err)
+	}
+	return nil
+}
+
 // OwnsJob reports whether River job jobID, whose arguments name
 // (endpointID, eventID), is the current job of a delivery of ownerID's.
 // The pair makes it one lookup by the deliveries' unique key: job_id has no

@@ -46,6 +46,9 @@ type dialect interface {
 	// concurrent lookups gain by sharing one), not a call into an
 	// embedded engine.
 	roundTrips() bool
+	// reclaim makes the space of rows a retention pass deleted reusable
+	// (DB.Reclaim).
+	reclaim(ctx context.Context) error
 
 	// lockEvent locks an event's row for q's transaction; ok=false:
 	// another transaction holds it (Q.LockEvent).

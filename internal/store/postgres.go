@@ -323,6 +323,18 @@ func (pgDialect) bulkParams() paramStyle     { return numbered }
 func (pgDialect) jsonText(col string) string { return col }
 func (pgDialect) roundTrips() bool           { return true }
 
+// reclaim vacuums the pruned tables: their dead rows' space is reused by
+// the next inserts instead of the tables growing, whether or not
+// autovacuum is on (and on time: its default threshold is a fifth of a
+// table, a day's churn of a month's retention). SKIP_LOCKED leaves a
+// table autovacuum is already at. Plain VACUUM takes no lock that stops
+// reads or writes; it reads the pages not known all-visible, which after
+// a pass are the deleted ones and the recently written.
+func (d pgDialect) reclaim(ctx context.Context) error {
+	_, err := d.db.pool.Exec(ctx, `VACUUM (SKIP_LOCKED) hookd_deliveries, hookd_events, hookd_poll_messages`)
+	return err
+}
+
 // lockEvent: SELECT … FOR UPDATE SKIP LOCKED.
 func (pgDialect) lockEvent(ctx context.Context, q *Q, id string) (bool, error) {
 	var got string
