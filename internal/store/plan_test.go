@@ -40,17 +40,7 @@ func TestDeliveryLookupPlans(t *testing.T) {
 	genericPlan := func(sql string, values ...any) string {
 		t.Helper()
 		prepared++
-		name := fmt.Sprintf("plan%d", prepared)
-		must(t, execSimple(ctx, conn, `PREPARE `+name+` AS `+sql))
-		literals := make([]string, len(values))
-		for i, v := range values {
-			literals[i] = "'" + v.(string) + "'"
-		}
-		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+strings.Join(literals, ", ")+`)`, pgx.QueryExecModeSimpleProtocol)
-		must(t, err)
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		must(t, err)
-		return strings.Join(lines, "\n")
+		return pgGenericPlan(t, conn, fmt.Sprintf("plan%d", prepared), sql, values...)
 	}
 	// Deliveries of 10 endpoints, as a fresh database fills up; rows
 	// written count for the planner at once, with no ANALYZE.
@@ -187,17 +177,7 @@ func TestDeliveryLogStatePlans(t *testing.T) {
 		must(t, execSimple(ctx, conn, `ANALYZE hookd_deliveries`))
 		for n, state := range states {
 			sql, args, index := logSQL(state)
-			name := fmt.Sprintf("logplan%d", n)
-			must(t, execSimple(ctx, conn, `PREPARE `+name+` AS `+sql))
-			literals := make([]string, len(args))
-			for i, v := range args {
-				literals[i] = fmt.Sprintf("'%v'", v)
-			}
-			rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+strings.Join(literals, ", ")+`)`, pgx.QueryExecModeSimpleProtocol)
-			must(t, err)
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			must(t, err)
-			if p := strings.Join(lines, "\n"); !strings.Contains(p, index) || strings.Contains(p, "Sort") {
+			if p := pgGenericPlan(t, conn, fmt.Sprintf("logplan%d", n), sql, args...); !strings.Contains(p, index) || strings.Contains(p, "Sort") {
 				t.Errorf("the log of %s deliveries, generic plan:\n%s\nwant %s in its order", state, p, index)
 			}
 		}
@@ -219,4 +199,22 @@ func sqlitePlan(t *testing.T, db *store.DB, sql string, args ...any) []string {
 	}
 	must(t, rows.Err())
 	return plan
+}
+
+// pgGenericPlan prepares sql as name on conn and returns the plan
+// EXPLAIN EXECUTE shows for args (written as literals): under
+// plan_cache_mode = force_generic_plan, the plan a connection caches.
+func pgGenericPlan(t *testing.T, conn *pgx.Conn, name, sql string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	must(t, execSimple(ctx, conn, `PREPARE `+name+` AS `+sql))
+	literals := make([]string, len(args))
+	for i, v := range args {
+		literals[i] = fmt.Sprintf("'%v'", v)
+	}
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+strings.Join(literals, ", ")+`)`, pgx.QueryExecModeSimpleProtocol)
+	must(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	must(t, err)
+	return strings.Join(lines, "\n")
 }
