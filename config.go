@@ -142,6 +142,12 @@ type Config struct {
 	// AuditRetention keeps audit records this long
 	// (DefaultAuditRetention, one year).
 	AuditRetention time.Duration
+	// PartitionInterval, on PostgreSQL, partitions the event and
+	// delivery tables by time, one partition per interval (24h is a day),
+	// and retention then drops whole expired partitions instead of
+	// deleting rows (docs/design.md, "Retention"). 0 (the default) leaves
+	// the tables as they are. The change is one-way.
+	PartitionInterval time.Duration
 
 	// The timeouts, which must nest: HTTPTimeout < JobTimeout < LeaseFor,
 	// and JobTimeout < RescueStuckJobsAfter (Validate checks it).
@@ -214,7 +220,7 @@ func (c Config) app() app.Config {
 		Work:                    c.Work, Workers: c.Workers, SlowWorkers: c.SlowWorkers, OwnerShare: c.OwnerShare, SlowAfter: c.SlowAfter,
 		EventTypes: types, Catalogs: c.Catalogs, KeepCatalog: c.KeepCatalog, Scope: c.Scope.source(),
 		DefaultProfile: c.DefaultProfile, Retention: c.Retention, OIDC: oidc,
-		ConsoleKeySigninOff: c.ConsoleKeySigninOff, AuditRetention: c.AuditRetention,
+		ConsoleKeySigninOff: c.ConsoleKeySigninOff, AuditRetention: c.AuditRetention, PartitionInterval: c.PartitionInterval,
 		HTTPTimeout: c.HTTPTimeout, JobTimeout: c.JobTimeout, LeaseFor: c.LeaseFor, RescueStuckJobsAfter: c.RescueStuckJobsAfter,
 		BusySnooze: c.BusySnooze, DrainMax: c.DrainMax, FetchCooldown: c.FetchCooldown, FetchPollInterval: c.FetchPollInterval,
 		MetricsOwnerLabels: c.MetricsOwnerLabels, TracerProvider: c.TracerProvider,

@@ -49,6 +49,7 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 	var f dbFlags
 	f.register(fs.FlagSet)
 	dryRun := fs.Bool("dry-run", false, "print the SQL of the pending migrations; apply nothing")
+	partitionInterval := fs.String("partition-interval", envOr("HOOKD_PARTITION_INTERVAL", "0"), "PostgreSQL: partition the event and delivery tables by time, one partition per interval (e.g. 24h); one-way; 0 leaves them as they are (env HOOKD_PARTITION_INTERVAL)")
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,7 +62,11 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 	if err != nil {
 		return fs.Errorf("%v", err)
 	}
-	if err := dbadmin.Migrate(ctx, f.db, f.schema, log); err != nil {
+	interval, perr := time.ParseDuration(*partitionInterval)
+	if perr != nil || interval < 0 || (interval > 0 && interval < time.Hour) {
+		return fs.Errorf("--partition-interval %q: 0 (off) or a duration of at least 1h, e.g. 24h for daily partitions", *partitionInterval)
+	}
+	if err := dbadmin.MigratePartitioned(ctx, f.db, f.schema, interval, log); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations applied")

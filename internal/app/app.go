@@ -62,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log})
+	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log, PartitionInterval: cfg.PartitionInterval})
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ type Config struct {
 	OIDC                *OIDCConfig
 	ConsoleKeySigninOff bool
 	AuditRetention      time.Duration
+	// PartitionInterval partitions the event and delivery tables by time
+	// on PostgreSQL (store.Config.PartitionInterval; 0: as they are).
+	PartitionInterval time.Duration
 
 	HTTPTimeout          time.Duration
 	JobTimeout           time.Duration
@@ -164,6 +167,7 @@ func (c Config) Validate() error {
 		{"SlowAfter", "--slow-after", c.SlowAfter},
 		{"Retention", "--retention", c.Retention},
 		{"AuditRetention", "--audit-retention", c.AuditRetention},
+		{"PartitionInterval", "--partition-interval", c.PartitionInterval},
 		{"FetchCooldown", "", c.FetchCooldown},
 		{"FetchPollInterval", "", c.FetchPollInterval},
 	} {

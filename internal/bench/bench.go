@@ -63,6 +63,11 @@ type Options struct {
 	// the last 25 days, and times the owner's pages at that size
 	// (soak.go, pages.go): the run then measures hookd at volume.
 	Soak int
+	// Partitions, on PostgreSQL, creates the time partitions of that many
+	// days before now ahead of the run (a deployment that old has them),
+	// so the run measures hookd with a month's partitions, not the few a
+	// new database has (store/partition.go).
+	Partitions int
 	// Retention is hookd's (0: its 30 days); minutes make a steady state
 	// in which the window turns over many times during the run.
 	Retention time.Duration
@@ -289,6 +294,12 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, err
 		}
 		defer dead.close()
+	}
+	if opts.Partitions > 0 && db.engine == "postgres" {
+		step("partitions: %d days before now", opts.Partitions)
+		if err := makePartitions(ctx, db, opts.Partitions); err != nil {
+			return res, fmt.Errorf("partitions: %w", err)
+		}
 	}
 	if opts.Soak > 0 {
 		if err := soak(ctx, opts, db, plan, srv.url, &res, step); err != nil {

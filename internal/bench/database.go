@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookd/hookd/internal/store"
 )
 
 // database is a fresh database for one run, removed by drop.
@@ -86,4 +88,15 @@ func pgURL(dbURL string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// makePartitions creates the time partitions of the days days before now
+// in db, which hookd has migrated.
+func makePartitions(ctx context.Context, db *database, days int) error {
+	st, err := store.Open(ctx, store.Config{URL: db.url, Schema: db.schema, MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	return errors.Join(st.EnsurePartitionsFor(ctx, now.AddDate(0, 0, -days), now), st.Close())
 }

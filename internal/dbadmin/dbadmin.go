@@ -8,6 +8,7 @@ package dbadmin
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/hookd/hookd/internal/store"
 )
@@ -23,7 +24,14 @@ type (
 // Migrate applies hookd's and River's pending migrations to the database
 // url names (idempotent; safe to run concurrently).
 func Migrate(ctx context.Context, url, schema string, log *slog.Logger) (err error) {
-	db, err := store.Open(ctx, store.Config{URL: url, Schema: schema, Log: log})
+	return MigratePartitioned(ctx, url, schema, 0, log)
+}
+
+// MigratePartitioned is Migrate that also partitions the event and
+// delivery tables by time, partitionInterval each, on PostgreSQL (0: as
+// Migrate; store.Config.PartitionInterval).
+func MigratePartitioned(ctx context.Context, url, schema string, partitionInterval time.Duration, log *slog.Logger) (err error) {
+	db, err := store.Open(ctx, store.Config{URL: url, Schema: schema, Log: log, PartitionInterval: partitionInterval})
 	if err != nil {
 		return err
 	}

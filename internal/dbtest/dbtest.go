@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -55,7 +56,17 @@ func PostgresURL(t testing.TB) string {
 func Postgres(t testing.TB) store.Config {
 	u := PostgresURL(t)
 	schema := NewSchema(t, u)
-	return store.Config{URL: u, Schema: schema}
+	cfg := store.Config{URL: u, Schema: schema}
+	// HOOKD_TEST_PARTITION_INTERVAL (e.g. 24h) runs the PostgreSQL tests
+	// on time-partitioned tables (store/partition.go).
+	if v := os.Getenv("HOOKD_TEST_PARTITION_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("HOOKD_TEST_PARTITION_INTERVAL %q: %v", v, err)
+		}
+		cfg.PartitionInterval = d
+	}
+	return cfg
 }
 
 // NewSchema creates a uniquely named schema and drops it after t.

@@ -222,7 +222,7 @@ func (s *Service) mayGo(ctx context.Context, d *endpoint.Delivery, ep *endpoint.
 	if exclusive {
 		return false, nil
 	}
-	ok, err := s.db.Relaxed().ClaimDelivery(ctx, d.ID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
+	ok, err := s.db.Relaxed().ClaimDelivery(ctx, d.ID, d.EventID, d.Attempts, now.UnixMicro(), now.Add(s.cfg.LeaseFor).UnixMicro())
 	if err != nil {
 		return true, err
 	}

@@ -234,7 +234,7 @@ func (r *drainRun) sendOne(ctx context.Context, a *store.AttemptInput, p profile
 	out = out.spend(p.Retry(), 0, 1) // drainable: never snoozed before
 	one := attempted{out, took, 1, p.Retry().MaxAttempts}
 	if out.Verdict == Complete && out.Control == "" {
-		r.rec.add(store.Delivered{DeliveryID: d.ID, Status: out.Status, SentBy: r.holder}, d.JobID)
+		r.rec.add(store.Delivered{DeliveryID: d.ID, EventID: d.EventID, Status: out.Status, SentBy: r.holder}, d.JobID)
 		s.observe(d, a.Event, p.Name(), one, metrics.Delivered)
 		// The receiver became slow: its deliveries move to the slow lane,
 		// and this drain, which may be holding a healthy lane's worker,

@@ -103,9 +103,23 @@ func (p *pruner) run(ctx context.Context, del func(limit int) (int64, error)) (i
 // many deliveries and events it deleted. A pending delivery is never
 // deleted: only those finished before the cutoff.
 func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err error) {
-	cutoff := s.now().Add(-s.cfg.Retention).UnixMicro()
+	now := s.now()
+	cutoff := now.Add(-s.cfg.Retention).UnixMicro()
 	q := s.db.Q()
 	p := s.newPruner()
+	// On PostgreSQL, whole intervals first (store/partition.go): the
+	// partitions ahead are made, and those wholly older than the window
+	// with nothing pending are dropped, which deletes their rows without
+	// a row-at-a-time delete or the dead rows it leaves. What the row
+	// loops below find after that is the legacy's, the default's and a
+	// kept partition's.
+	if err := s.db.EnsurePartitions(ctx, now); err != nil {
+		s.log.Warn("retention could not create the partitions ahead; the next pass tries again", "error", err)
+	}
+	intervals, err := s.db.DropExpiredPartitions(ctx, now.Add(-s.cfg.Retention))
+	if err != nil {
+		return 0, 0, err
+	}
 	if deliveries, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneDeliveries(ctx, cutoff, limit) }); err != nil {
 		return deliveries, events, err
 	}
@@ -115,6 +129,9 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 		return deliveries, events, err
 	}
 	if events, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEvents(ctx, cutoff, limit) }); err != nil {
+		return deliveries, events, err
+	}
+	if _, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEventKeys(ctx, cutoff, limit) }); err != nil {
 		return deliveries, events, err
 	}
 	audits, err := s.pruneAudit(ctx, p)
@@ -127,8 +144,8 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 			s.log.Warn("retention could not reclaim the pruned space; the next pass tries again", "error", err)
 		}
 	}
-	if deliveries+events+audits > 0 {
-		s.log.Info("retention pruned", "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
+	if deliveries+events+audits > 0 || intervals > 0 {
+		s.log.Info("retention pruned", "partitions_dropped", intervals, "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
 	}
 	return deliveries, events, nil
 }

@@ -94,7 +94,7 @@ func (s *Service) settle(ctx context.Context, ep *endpoint.Endpoint, d *endpoint
 // and the outcome counted.
 func recordOf(d *endpoint.Delivery, p profile.Profile, a attempted, jobID int64, now time.Time) (rec store.Attempt, res settled, outcome metrics.Outcome) {
 	out := a.out
-	rec = store.Attempt{DeliveryID: d.ID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
+	rec = store.Attempt{DeliveryID: d.ID, EventID: d.EventID, Sent: true, Status: out.Status, Error: out.Error, State: endpoint.Pending, JobID: jobID, Now: now.UnixMicro()}
 	outcome = metrics.Delivered
 	switch out.Verdict {
 	case Complete:
@@ -163,7 +163,7 @@ func (s *Service) moveHealth(ctx context.Context, q *store.Q, ep *endpoint.Endpo
 // cancels its job.
 func (s *Service) discard(ctx context.Context, d *endpoint.Delivery, profileName string, jobID int64, reason string) error {
 	now := s.now().UnixMicro()
-	err := s.db.Q().RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, Error: reason, State: endpoint.Failed, JobID: jobID, Now: now})
+	err := s.db.Q().RecordAttempt(ctx, store.Attempt{DeliveryID: d.ID, EventID: d.EventID, Error: reason, State: endpoint.Failed, JobID: jobID, Now: now})
 	if err != nil {
 		return err
 	}

@@ -323,16 +323,19 @@ func TestAttemptReads(t *testing.T) {
 		wantCode(t, err, apperr.NotFound)
 
 		now, until := ts(t0.Add(time.Minute)), ts(t0.Add(2*time.Minute))
-		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 1, now, until); err != nil || ok {
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, d.EventID, 1, now, until); err != nil || ok {
 			t.Fatalf("a claim for attempts it no longer has: %v, %v", ok, err)
 		}
-		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, now, until); err != nil || !ok {
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, later.ID, 0, now, until); err != nil || ok {
+			t.Fatalf("a claim naming another event: %v, %v; want nothing claimed", ok, err)
+		}
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, d.EventID, 0, now, until); err != nil || !ok {
 			t.Fatalf("the first claim: %v, %v", ok, err)
 		}
-		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, now+1, until); err != nil || ok {
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, "", 0, now+1, until); err != nil || ok {
 			t.Fatalf("a second claim while the first holds: %v, %v", ok, err)
 		}
-		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, 0, until, until+60_000_000); err != nil || !ok {
+		if ok, err := s.q.ClaimDelivery(s.ctx, d.ID, d.EventID, 0, until, until+60_000_000); err != nil || !ok {
 			t.Fatalf("a claim once the first expired: %v, %v", ok, err)
 		}
 	})

@@ -72,7 +72,13 @@ type Config struct {
 	// if it has one, else DefaultMaxConns(); at least 2. SQLite always uses
 	// one connection: River's SQLite driver requires it.
 	MaxConns int32
-	Log      *slog.Logger
+	// PartitionInterval, on PostgreSQL, partitions the event and delivery
+	// tables by time, each partition this long (partition.go), when
+	// Migrate runs; 0 leaves an unpartitioned database as it is. A
+	// database partitioned before keeps its partitions and gets new ones
+	// of this span (DefaultPartitionInterval if 0).
+	PartitionInterval time.Duration
+	Log               *slog.Logger
 }
 
 // DB is an open hookd database.
@@ -96,7 +102,11 @@ type DB struct {
 	pool   *pgxpool.Pool
 	fgPool *pgxpool.Pool
 	schema string
-	jobs   JobClient
+	// partitionInterval sizes new time partitions; partitionOn: Migrate
+	// partitions an unpartitioned database (partition.go).
+	partitionInterval time.Duration
+	partitionOn       bool
+	jobs              JobClient
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
 	notifyQueue func(ctx context.Context, queue string) error

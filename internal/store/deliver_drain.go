@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/riverqueue/river"
@@ -102,6 +103,7 @@ func (q *Q) ReleaseClaims(ctx context.Context, deliveryIDs []string) error {
 // Delivered is one successful send of a batch.
 type Delivered struct {
 	DeliveryID string
+	EventID    string // the delivery's event ("": not known; see ofEvent)
 	Status     int
 	// SentBy is the River job that made the attempt: the lease holder
 	// whose drain sent it. It becomes the delivery's job_id, so the log
@@ -123,15 +125,23 @@ func deliveredStmts(ds []Delivered, now int64) []stmt {
 		sentBy int64
 	}
 	groups := map[group][]any{}
+	events := map[group][]any{} // the deliveries' events, when all are known (ofEvent)
 	for _, d := range ds {
 		g := group{d.Status, d.SentBy}
 		groups[g] = append(groups[g], d.DeliveryID)
+		events[g] = append(events[g], d.EventID)
 	}
 	out := make([]stmt, 0, len(groups))
 	for g, ids := range groups {
-		out = append(out, stmt{`UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + 1, last_status = $1, last_error = '', state = 'delivered',
+		args := append([]any{g.status, now, g.sentBy}, ids...)
+		sql := `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + 1, last_status = $1, last_error = '', state = 'delivered',
 			next_attempt_at = NULL, finished_at = $2, updated_at = $2, job_id = $3
-			WHERE ` + stillPending + ` AND id IN (` + placeholders(4, len(ids)) + `)`, append([]any{g.status, now, g.sentBy}, ids...)})
+			WHERE ` + stillPending + ` AND id IN (` + placeholders(4, len(ids)) + `)`
+		if evs := events[g]; !slices.Contains(evs, any("")) {
+			sql += ` AND event_id IN (` + placeholders(len(args)+1, len(evs)) + `)`
+			args = append(args, evs...)
+		}
+		out = append(out, stmt{sql, args})
 	}
 	return out
 }

@@ -36,6 +36,11 @@ type dialect interface {
 	// instead of queueing on the same row and finding it gone. Empty where
 	// one writer runs at a time.
 	skipLocked() string
+	// eventKeys says whether idempotency keys live in hookd_event_keys
+	// (PostgreSQL, whose partitioned hookd_events cannot hold a unique
+	// key without its partition key: 025_event_keys.sql) rather than in
+	// hookd_events' own unique key (SQLite).
+	eventKeys() bool
 	// bulkParams is the parameter style of a bulk statement that uses each
 	// parameter once, in order (paramStyle).
 	bulkParams() paramStyle

@@ -52,7 +52,7 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 	for len(evs) > 0 {
 		chunk := evs[:min(eventsPerStmt, len(evs))]
 		evs = evs[len(chunk):]
-		st := insertEventsStmt(chunk, q.anonParams())
+		st := q.insertEventsStmt(chunk, q.anonParams())
 		ids, err := collect(ctx, q, scanOne[string], st.sql, st.args...)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: %w", err)
@@ -68,13 +68,62 @@ func (q *Q) InsertEvents(ctx context.Context, evs []*event.Event) ([]Inserted, e
 const eventsPerStmt = 200
 
 // insertEventsStmt inserts evs, returning the ids of those written, its
-// parameters numbered or anonymous (SQLite: see paramStyle).
-func insertEventsStmt(evs []*event.Event, style paramStyle) stmt {
+// parameters numbered or anonymous (SQLite: see paramStyle). An event
+// whose owner used its idempotency key before is not written: on SQLite
+// the events' unique key says so; on PostgreSQL the key's row in
+// hookd_event_keys, inserted first in the same statement (keyedEvents).
+func (q *Q) insertEventsStmt(evs []*event.Event, style paramStyle) stmt {
+	if q.db.d.eventKeys() {
+		if !anyKeyed(evs) {
+			var sb strings.Builder
+			sb.WriteString(insertEventsInto + `VALUES `)
+			args := eventRows(&sb, make([]any, 0, 11*len(evs)), evs, style)
+			sb.WriteString(` RETURNING id`)
+			return stmt{sb.String(), args}
+		}
+		var sb strings.Builder
+		sb.WriteString(`WITH `)
+		args := keyedEvents(&sb, make([]any, 0, 11*len(evs)), evs, "")
+		sb.WriteString(` ` + insertEventsInto + `SELECT ` + eventValueCols + ` FROM v WHERE ` + keyWritten + ` RETURNING id`)
+		return stmt{sb.String(), args}
+	}
 	var sb strings.Builder
 	sb.WriteString(insertEventsInto + `VALUES `)
 	args := eventRows(&sb, make([]any, 0, 11*len(evs)), evs, style)
 	sb.WriteString(` ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id`)
 	return stmt{sb.String(), args}
+}
+
+// eventValueCols are v's columns in insertEventsInto's order.
+const eventValueCols = `v.i, v.o, v.t, v.s, v.at, v.d, v.tn, v.ep, v.k, v.c, v.j`
+
+// keyWritten is true of v's events to write: those without a key, and
+// those whose key keyedEvents inserted.
+const keyWritten = `(v.k IS NULL OR v.i IN (SELECT event_id FROM kk))`
+
+// keyedEvents writes the CTEs v, evs as rows, and kk, the insert of their
+// keys into hookd_event_keys (only if cond, when not empty), returning the
+// ids of the events whose key it inserted: a key the owner used before
+// inserts nothing (PostgreSQL).
+func keyedEvents(sb *strings.Builder, args []any, evs []*event.Event, cond string) []any {
+	sb.WriteString(`v(i, o, t, s, at, d, tn, ep, k, c, j) AS (VALUES `)
+	args = eventRows(sb, args, evs, cast)
+	sb.WriteString(`), kk AS (INSERT INTO hookd_event_keys (owner_id, idempotency_key, event_id, created_at) SELECT v.o, v.k, v.i, v.c FROM v WHERE v.k IS NOT NULL`)
+	if cond != "" {
+		sb.WriteString(` AND ` + cond)
+	}
+	sb.WriteString(` ON CONFLICT DO NOTHING RETURNING event_id)`)
+	return args
+}
+
+// anyKeyed says whether one of evs has an idempotency key.
+func anyKeyed(evs []*event.Event) bool {
+	for _, e := range evs {
+		if e.IdempotencyKey != "" {
+			return true
+		}
+	}
+	return false
 }
 
 const insertEventsInto = `INSERT INTO hookd_events (id, owner_id, type, subject, occurred_at, data, tenant, endpoint_id, idempotency_key, created_at, fanout_job) `
@@ -120,13 +169,22 @@ func (q *Q) inserted(ctx context.Context, out []Inserted, evs []*event.Event, wr
 			continue
 		}
 		var id string
-		err := q.queryRow(ctx, `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`, e.OwnerID, e.IdempotencyKey).Scan(&id)
+		err := q.queryRow(ctx, q.keyLookup(), e.OwnerID, e.IdempotencyKey).Scan(&id)
 		if err != nil {
 			return nil, fmt.Errorf("insert events: idempotency lookup: %w", err)
 		}
 		out = append(out, Inserted{id, false})
 	}
 	return out, nil
+}
+
+// keyLookup is the statement that reads the event an owner ($1) published
+// with an idempotency key ($2).
+func (q *Q) keyLookup() string {
+	if q.db.d.eventKeys() {
+		return `SELECT event_id FROM hookd_event_keys WHERE owner_id = $1 AND idempotency_key = $2`
+	}
+	return `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`
 }
 
 // GetEvent returns one event of an owner ("" for any owner).
@@ -144,6 +202,21 @@ func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, er
 	n, err := q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)
+	}
+	return n, nil
+}
+
+// PruneEventKeys deletes up to limit idempotency keys used before cutoff
+// (PostgreSQL's hookd_event_keys; 0 on SQLite, whose keys go with their
+// events): a key is honoured as long as its event is kept.
+func (q *Q) PruneEventKeys(ctx context.Context, cutoff int64, limit int) (int64, error) {
+	if !q.db.d.eventKeys() {
+		return 0, nil
+	}
+	n, err := q.exec(ctx, `DELETE FROM hookd_event_keys WHERE (owner_id, idempotency_key) IN
+		(SELECT owner_id, idempotency_key FROM hookd_event_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune event keys: %w", err)
 	}
 	return n, nil
 }

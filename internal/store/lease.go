@@ -56,9 +56,11 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 
 // ClaimDelivery claims a pending delivery for sending until `until`, if it
 // still has the attempts the caller read and nobody else holds a claim.
-func (q *Q) ClaimDelivery(ctx context.Context, id string, attempts int, now, until int64) (bool, error) {
+// eventID is the delivery's event ("": not known; see ofEvent).
+func (q *Q) ClaimDelivery(ctx context.Context, id, eventID string, attempts int, now, until int64) (bool, error) {
+	args := []any{id, attempts, now, until}
 	n, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
-		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`, id, attempts, now, until)
+		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`+ofEvent(&args, eventID), args...)
 	if err != nil {
 		return false, fmt.Errorf("claim delivery: %w", err)
 	}

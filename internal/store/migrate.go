@@ -51,7 +51,10 @@ func (db *DB) migratePostgres(ctx context.Context) error {
 		return err
 	}
 	db.logApplied(ctx, res, applied)
-	return nil
+	if db.partitionOn {
+		return db.partitionTables(ctx, time.Now())
+	}
+	return db.EnsurePartitions(ctx, time.Now()) // a no-op unless partitioned before
 }
 
 // migrateSQLite runs River's and hookd's migrations in one transaction.

@@ -107,5 +107,10 @@ func (q *Q) DeleteOwner(ctx context.Context, id string) error {
 	if _, err := q.exec(ctx, `DELETE FROM hookd_events WHERE owner_id = $1`, id); err != nil {
 		return fmt.Errorf("delete owner: %w", err)
 	}
+	if q.db.d.eventKeys() {
+		if _, err := q.exec(ctx, `DELETE FROM hookd_event_keys WHERE owner_id = $1`, id); err != nil {
+			return fmt.Errorf("delete owner: %w", err)
+		}
+	}
 	return nil
 }

@@ -84,11 +84,15 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	return newPostgresDB(pool, fg, cfg.Schema, log), nil
+	db := newPostgresDB(pool, fg, cfg.Schema, log)
+	if cfg.PartitionInterval > 0 {
+		db.partitionInterval, db.partitionOn = cfg.PartitionInterval, true
+	}
+	return db, nil
 }
 
 func newPostgresDB(pool, fg *pgxpool.Pool, schema string, log *slog.Logger) *DB {
-	db := &DB{Backend: Postgres, schema: schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}}
+	db := &DB{Backend: Postgres, schema: schema, log: log, pool: pool, fgPool: fg, base: pgQuerier{pool}, partitionInterval: DefaultPartitionInterval}
 	db.d = pgDialect{db}
 	return db
 }
@@ -319,6 +323,7 @@ func (d pgDialect) close() error {
 
 func (pgDialect) keyShare() string           { return ` FOR KEY SHARE` }
 func (pgDialect) skipLocked() string         { return ` FOR UPDATE SKIP LOCKED` }
+func (pgDialect) eventKeys() bool            { return true }
 func (pgDialect) bulkParams() paramStyle     { return numbered }
 func (pgDialect) jsonText(col string) string { return col }
 func (pgDialect) roundTrips() bool           { return true }

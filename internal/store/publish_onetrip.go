@@ -56,7 +56,7 @@ func (q *Q) InsertEventsAndCommit(ctx context.Context, evs []*event.Event) ([]In
 		return nil, err
 	}
 	last := evs[cut:]
-	st := insertEventsStmt(last, numbered) // a pipeTx: PostgreSQL
+	st := q.insertEventsStmt(last, numbered) // a pipeTx: PostgreSQL
 	written := make(map[string]bool, len(last))
 	stmtErr, commitErr := tx.queryThenCommit(ctx, st.sql, st.args, func(r row) error {
 		id, err := scanOne[string](r)
@@ -235,15 +235,23 @@ func (q *Q) expectedInsertStmt(evs []*event.Event, jobs []*Job, expect []Expecte
 	sb.WriteString(` AS ok FROM k LEFT JOIN live ON live.id = k.o)`)
 	var queues []string
 	args, queues = fanoutJobsCTE(&sb, args, evs, jobs)
+	ok := `(SELECT ok FROM held)`
+	if anyKeyed(evs) {
+		sb.WriteString(`, `)
+		args = keyedEvents(&sb, args, evs, ok)
+		ok += ` AND ` + keyWritten
+	} else {
+		sb.WriteString(`, v(i, o, t, s, at, d, tn, ep, k, c, j) AS (VALUES `)
+		args = eventRows(&sb, args, evs, cast)
+		sb.WriteString(`)`)
+	}
 	sb.WriteString(`, ins AS (` + insertEventsInto + `SELECT v.i, v.o, v.t, v.s, v.at, v.d, v.tn, v.ep, v.k, v.c, `)
 	if queues != nil {
 		sb.WriteString(`COALESCE((SELECT jid.id FROM jid WHERE jid.e = v.i), 0)`)
 	} else {
 		sb.WriteString(`v.j`)
 	}
-	sb.WriteString(` FROM (VALUES `)
-	args = eventRows(&sb, args, evs, cast)
-	sb.WriteString(`) v(i, o, t, s, at, d, tn, ep, k, c, j) WHERE (SELECT ok FROM held) ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING id, fanout_job)`)
+	sb.WriteString(` FROM v WHERE ` + ok + ` RETURNING id, fanout_job)`)
 	// The held row notifies River's producers of the queues' new jobs, as
 	// River's insert does (notifyInsert): on commit, and only if held.
 	held := `''`
@@ -297,7 +305,7 @@ func fanoutJobsCTE(sb *strings.Builder, args []any, evs []*event.Event, jobs []*
 		return args, nil
 	}
 	sb.WriteString(`) j(e, o, ik, a, kd, m, q) WHERE (SELECT ok FROM held)` +
-		` AND NOT EXISTS (SELECT 1 FROM hookd_events x WHERE x.owner_id = j.o AND x.idempotency_key = j.ik))`)
+		` AND NOT EXISTS (SELECT 1 FROM hookd_event_keys x WHERE x.owner_id = j.o AND x.idempotency_key = j.ik))`)
 	sb.WriteString(`, jobs AS (INSERT INTO river_job (id, args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)` +
 		` SELECT id, a, now(), kd, m, '{}', 1, q, now(), 'available', '{}' FROM jid)`)
 	return args, queues

@@ -204,6 +204,7 @@ func (d sqliteDialect) close() error {
 
 func (sqliteDialect) keyShare() string       { return `` }
 func (sqliteDialect) skipLocked() string     { return `` }
+func (sqliteDialect) eventKeys() bool        { return false }
 func (sqliteDialect) bulkParams() paramStyle { return anonymous }
 
 // jsonText: River's SQLite schema stores JSON as JSONB; json() reads it

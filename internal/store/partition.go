@@ -1,0 +1,449 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/oklog/ulid/v2"
+)
+
+// Time partitions (PostgreSQL; issue 48). hookd_events and hookd_deliveries
+// are partitioned by range of the event's id: an id is "evt_" and a ULID,
+// whose first ten characters are its millisecond, so ids sort by time
+// and a range of ids is a range of time. Events are partitioned by id,
+// deliveries by event_id: an event and its deliveries live in partitions
+// of the same range, so a delivery's lookup by (endpoint, event), the
+// deliver job's, prunes to one partition, and retention drops an
+// interval's events and deliveries together.
+//
+// Each table has:
+//   - one partition per interval (DefaultPartitionInterval, a day),
+//     created ahead of time by every migrate and every retention pass
+//     (EnsurePartitions), named <table>_p<start> (p20261205, or
+//     p20261205t1200 when an interval starts within a day);
+//   - hookd_<table>_legacy, on a database that had rows before it was
+//     partitioned: the old table itself, attached for every id below the
+//     cut (partitionTables), dropped as a whole when the cut ages out;
+//   - hookd_<table>_default, for an id no other partition takes (a clock
+//     far off, or a test's): never dropped, pruned row by row like the
+//     legacy, and empty in the ordinary course.
+//
+// Retention drops an interval's two partitions once the interval is older
+// than the window and none of its deliveries is pending
+// (DropExpiredPartitions). The rows-at-a-time prune (PruneDeliveries,
+// PruneEvents) still runs after it, for the legacy, the default and an
+// interval kept for a pending delivery.
+//
+// SQLite is not partitioned: every function here is a no-op there.
+
+// DefaultPartitionInterval is the span of one partition.
+const DefaultPartitionInterval = 24 * time.Hour
+
+// partitionsAhead is how many intervals after the current one exist
+// before they are needed: a process that stops running retention (every
+// worker down) leaves publishes that many intervals before a new event
+// goes to the default partition.
+const partitionsAhead = 3
+
+// partitionLockTimeout bounds how long a partition's create or drop waits
+// for the parent tables' lock (PostgreSQL takes ACCESS EXCLUSIVE on the
+// parent for both, and queues every later query behind the wait). It is
+// under deadlock_timeout's default (1 s), so a transaction that holds one
+// table and wants the other fails its wait, not the application's.
+const partitionLockTimeout = "500ms"
+
+// partitionedTables are the tables partitioned, with their partition key.
+var partitionedTables = []struct{ name, key string }{
+	{"hookd_events", "id"},
+	{"hookd_deliveries", "event_id"},
+}
+
+// idBound is the lowest event id of time t's millisecond: the bound of a
+// partition starting at t.
+func idBound(t time.Time) string {
+	var u ulid.ULID
+	if err := u.SetTime(ulid.Timestamp(t)); err != nil {
+		panic(err) // a time after the year 10889
+	}
+	return "evt_" + u.String()
+}
+
+// boundTime is the time idBound made b from.
+func boundTime(b string) (time.Time, bool) {
+	u, err := ulid.ParseStrict(strings.TrimPrefix(b, "evt_"))
+	if err != nil || !strings.HasPrefix(b, "evt_") {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()).UTC(), true
+}
+
+// intervalStart is the start of the interval (aligned on the Unix epoch,
+// so a day starts at midnight UTC) that holds t.
+func intervalStart(t time.Time, interval time.Duration) time.Time {
+	return t.Truncate(interval).UTC()
+}
+
+// partitionSuffix names the partition starting at t.
+func partitionSuffix(t time.Time) string {
+	if t.Equal(t.Truncate(24 * time.Hour)) {
+		return "p" + t.Format("20060102")
+	}
+	return "p" + t.Format("20060102t1504")
+}
+
+// Partition is one partition of hookd_deliveries (and its twin of
+// hookd_events): From and To bound its event ids' times (zero From: the
+// legacy's, every id below To; both zero: the default).
+type Partition struct {
+	Name     string // the deliveries' partition
+	From, To time.Time
+	Legacy   bool
+	Default  bool
+}
+
+// boundExpr reads pg_get_expr(relpartbound): FOR VALUES FROM ('evt_…') TO
+// ('evt_…'), FROM (MINVALUE) TO (…), or DEFAULT.
+var boundExpr = regexp.MustCompile(`^FOR VALUES FROM \((MINVALUE|'([^']*)')\) TO \((MAXVALUE|'([^']*)')\)$`)
+
+// Partitions lists hookd_deliveries' partitions in order of their range
+// (the default last); none on SQLite or an unpartitioned table.
+func (db *DB) Partitions(ctx context.Context) ([]Partition, error) {
+	if db.Backend != Postgres {
+		return nil, nil
+	}
+	return listPartitions(ctx, db.base, "hookd_deliveries")
+}
+
+func listPartitions(ctx context.Context, q querier, table string) ([]Partition, error) {
+	type part struct{ name, bound string }
+	parts, err := collect(ctx, q, func(r row) (part, error) {
+		var p part
+		return p, r.Scan(&p.name, &p.bound)
+	}, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = to_regclass($1)`, table)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions of %s: %w", table, err)
+	}
+	out := make([]Partition, 0, len(parts))
+	for _, p := range parts {
+		if p.bound == "DEFAULT" {
+			out = append(out, Partition{Name: p.name, Default: true})
+			continue
+		}
+		m := boundExpr.FindStringSubmatch(p.bound)
+		if m == nil {
+			return nil, fmt.Errorf("partition %s: unexpected bound %q", p.name, p.bound)
+		}
+		part := Partition{Name: p.name, Legacy: m[1] == "MINVALUE"}
+		var ok bool
+		if !part.Legacy {
+			if part.From, ok = boundTime(m[2]); !ok {
+				return nil, fmt.Errorf("partition %s: bound %q is not an event id", p.name, m[2])
+			}
+		}
+		if m[3] != "MAXVALUE" {
+			if part.To, ok = boundTime(m[4]); !ok {
+				return nil, fmt.Errorf("partition %s: bound %q is not an event id", p.name, m[4])
+			}
+		}
+		out = append(out, part)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Default != b.Default {
+			return b.Default
+		}
+		return a.From.Before(b.From)
+	})
+	return out, nil
+}
+
+// partitionTables turns the unpartitioned tables of a database hookd
+// created before issue 48 into partitioned ones, once (a no-op after),
+// then creates the partitions ahead. It runs under migrate's lock, on a
+// live database: nothing waits on it longer than the final swap.
+//
+// An empty database's tables are replaced. A database with rows keeps
+// them where they are: each table is renamed hookd_<table>_legacy and
+// attached to the new partitioned table as the partition of every id
+// below the cut, the start of the next interval (at least a minute
+// ahead, so no id a live process makes before the swap lands above it).
+// Attaching checks that every row is below the cut: a CHECK constraint
+// says so first, validated while writes go on (VALIDATE takes a lock that
+// lets them), so the attach itself reads nothing. The partitioned table's
+// indexes are the legacy's own definitions, so the attach adopts the
+// legacy's indexes instead of building any.
+func (db *DB) partitionTables(ctx context.Context, now time.Time) error {
+	if db.Backend != Postgres {
+		return nil
+	}
+	var kind string
+	if err := db.base.queryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass('hookd_deliveries')`).Scan(&kind); err != nil {
+		return fmt.Errorf("partition tables: %w", err)
+	}
+	if kind == "r" {
+		var empty bool
+		if err := db.base.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM hookd_deliveries) AND NOT EXISTS (SELECT 1 FROM hookd_events)`).Scan(&empty); err != nil {
+			return fmt.Errorf("partition tables: %w", err)
+		}
+		cut := intervalStart(now, db.partitionInterval)
+		if !empty {
+			cut = intervalStart(now.Add(time.Minute), db.partitionInterval).Add(db.partitionInterval)
+			for _, t := range partitionedTables {
+				check := t.name + "_below_cut"
+				if _, err := db.base.exec(ctx, `ALTER TABLE `+t.name+` DROP CONSTRAINT IF EXISTS `+check); err != nil {
+					return fmt.Errorf("partition %s: %w", t.name, err)
+				}
+				if _, err := db.base.exec(ctx, `ALTER TABLE `+t.name+` ADD CONSTRAINT `+check+` CHECK (`+t.key+` < '`+idBound(cut)+`') NOT VALID`); err != nil {
+					return fmt.Errorf("partition %s: %w", t.name, err)
+				}
+				if _, err := db.base.exec(ctx, `ALTER TABLE `+t.name+` VALIDATE CONSTRAINT `+check); err != nil {
+					return fmt.Errorf("partition %s: %w", t.name, err)
+				}
+			}
+		}
+		err := db.InTx(ctx, TxOptions{}, func(q *Q) error {
+			if _, err := q.exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+				return err
+			}
+			for _, t := range partitionedTables {
+				if err := swapPartitioned(ctx, q, t.name, t.key, cut, empty); err != nil {
+					return fmt.Errorf("partition %s: %w", t.name, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		db.log.InfoContext(ctx, "partitioned the event and delivery tables", "legacy_below", map[bool]string{true: "none", false: cut.Format(time.RFC3339)}[empty])
+	}
+	return db.EnsurePartitions(ctx, now)
+}
+
+// swapPartitioned renames table to its legacy name, creates table anew,
+// partitioned by key, with the legacy's columns, defaults and indexes,
+// and either attaches the legacy below cut or, empty, drops it.
+func swapPartitioned(ctx context.Context, q *Q, table, key string, cut time.Time, empty bool) error {
+	legacy := table + "_legacy"
+	type index struct {
+		name, def, constraint string
+		keyed                 bool // its columns include the partition key
+	}
+	idx, err := collect(ctx, q, func(r row) (index, error) {
+		var i index
+		return i, r.Scan(&i.name, &i.def, &i.constraint, &i.keyed)
+	}, `SELECT ic.relname, pg_get_indexdef(x.indexrelid), COALESCE(pg_get_constraintdef(con.oid), ''),
+			EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = x.indrelid AND a.attname = $2 AND a.attnum = ANY (x.indkey::int2[]))
+		FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
+		LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.contype IN ('p', 'u')
+		WHERE x.indrelid = to_regclass($1)
+		ORDER BY con.oid IS NOT NULL, x.indexrelid`, table, key)
+	if err != nil {
+		return err
+	}
+	// The unique keys come last (the ORDER BY), as they were made last on
+	// the old table (013): between two indexes that look alike to a plan
+	// made without statistics, PostgreSQL takes the newest, and the
+	// deliver job's lookup wants the unique (endpoint_id, event_id).
+	stmts := []string{`ALTER TABLE ` + table + ` RENAME TO ` + legacy}
+	for _, i := range idx {
+		stmts = append(stmts, `ALTER INDEX `+i.name+` RENAME TO `+legacyName(i.name, table))
+	}
+	stmts = append(stmts, `CREATE TABLE `+table+` (LIKE `+legacy+` INCLUDING DEFAULTS) PARTITION BY RANGE (`+key+`)`)
+	for _, i := range idx {
+		switch {
+		case i.constraint != "" && !i.keyed:
+			// A unique key without the partition key cannot be the
+			// partitioned table's (the deliveries' primary key on id, the
+			// events' idempotency key): the legacy keeps it, new partitions
+			// get a plain index where lookups need one (createPartition).
+		case i.constraint != "":
+			stmts = append(stmts, `ALTER TABLE `+table+` ADD CONSTRAINT `+i.name+` `+i.constraint)
+		default:
+			stmts = append(stmts, indexOn.ReplaceAllString(i.def, "CREATE ${1}INDEX "+i.name+" ON "+table+" "))
+		}
+	}
+	if empty {
+		stmts = append(stmts, `DROP TABLE `+legacy)
+	} else {
+		stmts = append(stmts,
+			`ALTER TABLE `+table+` ATTACH PARTITION `+legacy+` FOR VALUES FROM (MINVALUE) TO ('`+idBound(cut)+`')`,
+			`ALTER TABLE `+legacy+` DROP CONSTRAINT `+table+`_below_cut`)
+	}
+	stmts = append(stmts, `CREATE TABLE `+table+`_default PARTITION OF `+table+` DEFAULT`)
+	if table == "hookd_deliveries" {
+		stmts = append(stmts, `CREATE INDEX `+table+`_default_id ON `+table+`_default (id)`)
+	}
+	for _, s := range stmts {
+		if _, err := q.exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// indexOn is the head of pg_get_indexdef's CREATE INDEX, up to its table.
+var indexOn = regexp.MustCompile(`^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?\S+ `)
+
+// legacyName is an index's name once its table is the legacy partition.
+func legacyName(index, table string) string {
+	if rest, ok := strings.CutPrefix(index, table); ok {
+		return table + "_legacy" + rest
+	}
+	return index + "_legacy"
+}
+
+// EnsurePartitions creates the partitions of every interval from the
+// current one to partitionsAhead after it that no partition covers yet,
+// for both tables. Several processes may run it at once: a partition
+// another created meanwhile is skipped. An interval whose ids already
+// have rows in the default partition cannot get a partition (PostgreSQL
+// refuses it); it is skipped, its rows stay where they are, and it is
+// logged.
+func (db *DB) EnsurePartitions(ctx context.Context, now time.Time) error {
+	if db.Backend != Postgres {
+		return nil
+	}
+	interval := db.partitionInterval
+	return db.EnsurePartitionsFor(ctx, intervalStart(now, interval), intervalStart(now, interval).Add(time.Duration(partitionsAhead+1)*interval))
+}
+
+// EnsurePartitionsFor creates partitions, one per interval, covering
+// [from, to) where none covers it yet (a bulk load of history does this
+// first, so its rows land in partitions of their own, not in the
+// default).
+func (db *DB) EnsurePartitionsFor(ctx context.Context, from, to time.Time) error {
+	if db.Backend != Postgres {
+		return nil
+	}
+	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
+	if err != nil || len(parts) == 0 {
+		return err // not partitioned (yet): nothing to do
+	}
+	interval := db.partitionInterval
+	for slot := intervalStart(from, interval); slot.Before(to); slot = slot.Add(interval) {
+		// The slot, less what partitions already cover (parts is in order
+		// of range, so lo only moves up).
+		lo, hi := slot, slot.Add(interval)
+		for _, p := range parts {
+			if p.Default {
+				continue
+			}
+			pTo := p.To
+			if pTo.IsZero() { // MAXVALUE
+				pTo = hi
+			}
+			switch {
+			case !p.From.After(lo) && pTo.After(lo):
+				lo = pTo // covers lo: what is left starts after it
+			case p.From.After(lo) && p.From.Before(hi):
+				hi = p.From // starts inside: what is left ends there
+			}
+		}
+		if !lo.Before(hi) {
+			continue
+		}
+		if err := db.createPartition(ctx, lo, hi); err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23514" { // 23514: the range has rows in the default
+				return err
+			}
+			db.log.WarnContext(ctx, "an interval's ids are in the default partition; it gets no partition of its own", "from", lo, "to", hi)
+		}
+	}
+	return nil
+}
+
+// createPartition creates both tables' partitions of [lo, hi).
+func (db *DB) createPartition(ctx context.Context, lo, hi time.Time) error {
+	suffix := partitionSuffix(lo)
+	return db.InTx(ctx, TxOptions{}, func(q *Q) error {
+		if _, err := q.exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+			return err
+		}
+		for _, t := range partitionedTables {
+			name := t.name + "_" + suffix
+			if _, err := q.exec(ctx, `CREATE TABLE IF NOT EXISTS `+name+` PARTITION OF `+t.name+
+				` FOR VALUES FROM ('`+idBound(lo)+`') TO ('`+idBound(hi)+`')`); err != nil {
+				return fmt.Errorf("create partition %s: %w", name, err)
+			}
+			if t.name == "hookd_deliveries" {
+				// The legacy's primary key on id cannot be the partitioned
+				// table's (it lacks event_id): each partition has its own.
+				if _, err := q.exec(ctx, `CREATE INDEX IF NOT EXISTS `+name+`_id ON `+name+` (id)`); err != nil {
+					return fmt.Errorf("create partition %s: %w", name, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// DropExpiredPartitions drops the partitions (both tables') whose whole
+// interval is older than cutoff and which hold no pending delivery; it
+// returns how many intervals it dropped. A partition with a pending
+// delivery is kept (the row-at-a-time prune deletes its finished rows)
+// until its last one ends. Each drop takes both parent tables' lock for
+// the few milliseconds of the check and the drop; if it cannot have them
+// within partitionLockTimeout, the partition waits for the next pass.
+func (db *DB) DropExpiredPartitions(ctx context.Context, cutoff time.Time) (int, error) {
+	if db.Backend != Postgres {
+		return 0, nil
+	}
+	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
+	if err != nil {
+		return 0, err
+	}
+	dropped := 0
+	for _, p := range parts {
+		if p.Default || p.To.IsZero() || p.To.After(cutoff) {
+			continue
+		}
+		suffix := strings.TrimPrefix(p.Name, "hookd_deliveries_")
+		kept := false
+		err := db.InTx(ctx, TxOptions{}, func(q *Q) error {
+			if _, err := q.exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+				return err
+			}
+			// Events first, as a query joining the two locks them.
+			if _, err := q.exec(ctx, `LOCK TABLE hookd_events, hookd_deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+			var pending bool
+			if err := q.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{p.Name}.Sanitize()+` WHERE state = 'pending')`).Scan(&pending); err != nil {
+				return err
+			}
+			if kept = pending; pending {
+				return nil
+			}
+			for _, t := range partitionedTables {
+				if _, err := q.exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{t.name + "_" + suffix}.Sanitize()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
+				db.log.InfoContext(ctx, "a partition's drop waits for the next retention pass: its tables were busy", "partition", p.Name)
+				continue
+			}
+			return dropped, fmt.Errorf("drop partition %s: %w", p.Name, err)
+		}
+		if kept {
+			db.log.InfoContext(ctx, "an expired partition is kept: it holds a pending delivery", "partition", p.Name)
+			continue
+		}
+		dropped++
+	}
+	return dropped, nil
+}

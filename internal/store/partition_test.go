@@ -1,0 +1,325 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// idAt is an event id of time at (event.NewID never goes back in time, so
+// a test that needs an id of the past makes its own).
+func idAt(at time.Time) string {
+	return "evt_" + ulid.MustNew(ulid.Timestamp(at), rand.Reader).String()
+}
+
+// eventAt is an event of time at with an id of that time, made without
+// event.NewID (which would move every later id of the process to at).
+func eventAt(ownerID, key string, at time.Time) *event.Event {
+	e := newEvent(ownerID, key, t0)
+	e.ID, e.CreatedAt = idAt(at), at
+	return e
+}
+
+// partitionOf is the partition a row of table with id lives in.
+func (s *bundle) partitionOf(table, col, id string) string {
+	s.t.Helper()
+	var name string
+	must(s.t, s.db.Pool().QueryRow(s.ctx, `SELECT tableoid::regclass::text FROM `+table+` WHERE `+col+` = $1`, id).Scan(&name))
+	return name
+}
+
+// insertDelivery writes a delivery of event eventID in state directly.
+func (s *bundle) insertDelivery(endpointID, eventID, state string) {
+	s.t.Helper()
+	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, created_at, updated_at)
+		VALUES ($1, 'acme', $2, $3, 'invoice.paid', $4, 1, 1)`, event.NewID("dlv_", time.Now()), endpointID, eventID, state)
+}
+
+// TestPartitions: the time partitions on PostgreSQL (store/partition.go),
+// and on SQLite that every partition call is a no-op.
+//   - A partitioned database has the current day's and the next three
+//     days' partitions and a default; an event and its deliveries land in
+//     the partition of the event's day.
+//   - A lookup by event id, and the deliver job's by (endpoint, event),
+//     read one partition in the plan a connection caches (a generic plan:
+//     the pruning happens when it runs, "Subplans Removed").
+//   - An idempotency key repeated two days later, across partitions,
+//     returns the first event.
+//   - Retention drops the expired days whose deliveries are all finished,
+//     with their events, and keeps a day that holds a pending delivery.
+func TestPartitions(t *testing.T) {
+	t.Parallel()
+	for _, e := range dbtest.Backends() {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := e.Config(t)
+			cfg.MaxConns = 8
+			cfg.PartitionInterval = store.DefaultPartitionInterval
+			s := newBundle(t, dbtest.Open(t, cfg))
+			now := time.Now().UTC()
+			if s.db.Pool() == nil {
+				parts, err := s.db.Partitions(s.ctx)
+				must(t, err)
+				must(t, s.db.EnsurePartitions(s.ctx, now))
+				must(t, s.db.EnsurePartitionsFor(s.ctx, now.AddDate(0, 0, -40), now))
+				dropped, err := s.db.DropExpiredPartitions(s.ctx, now)
+				must(t, err)
+				keys, err := s.q.PruneEventKeys(s.ctx, ts(now), 100)
+				must(t, err)
+				if parts != nil || dropped != 0 || keys != 0 {
+					t.Fatalf("SQLite: partitions %v, dropped %d, keys pruned %d; want none (not partitioned)", parts, dropped, keys)
+				}
+				return
+			}
+			testPartitionsPostgres(t, s, now)
+		})
+	}
+}
+
+func testPartitionsPostgres(t *testing.T, s *bundle, now time.Time) {
+	parts, err := s.db.Partitions(s.ctx)
+	must(t, err)
+	day0 := now.Truncate(24 * time.Hour)
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name)
+	}
+	want := []string{"hookd_deliveries_p" + day0.Format("20060102"), "hookd_deliveries_p" + day0.AddDate(0, 0, 1).Format("20060102"),
+		"hookd_deliveries_p" + day0.AddDate(0, 0, 2).Format("20060102"), "hookd_deliveries_p" + day0.AddDate(0, 0, 3).Format("20060102"), "hookd_deliveries_default"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("partitions %v, want %v", names, want)
+	}
+	// Several processes ensure at once: nothing is made twice, nothing fails.
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { must(t, s.db.EnsurePartitions(s.ctx, now)) })
+	}
+	wg.Wait()
+	if again, err := s.db.Partitions(s.ctx); err != nil || len(again) != len(parts) {
+		t.Fatalf("after concurrent ensures: %d partitions (%v), want %d", len(again), err, len(parts))
+	}
+
+	s.owner("acme")
+	ep := s.endpoint("acme", 1)
+	ev := eventAt("acme", "", now)
+	_, _, err = s.q.InsertEvent(s.ctx, ev)
+	must(t, err)
+	s.insertDelivery(ep.ID, ev.ID, "pending")
+	today := "hookd_events_p" + day0.Format("20060102")
+	if got := s.partitionOf("hookd_events", "id", ev.ID); got != today {
+		t.Errorf("today's event is in %s, want %s", got, today)
+	}
+	if got := s.partitionOf("hookd_deliveries", "event_id", ev.ID); got != "hookd_deliveries_p"+day0.Format("20060102") {
+		t.Errorf("today's delivery is in %s, want today's partition", got)
+	}
+
+	// Pruning, in the plan a connection caches.
+	pc, err := s.db.Pool().Acquire(s.ctx)
+	must(t, err)
+	conn := pc.Hijack()
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	must(t, execSimple(s.ctx, conn, `SET plan_cache_mode = force_generic_plan`))
+	scans := regexp.MustCompile(`Scan (Backward )?using \S+ on (hookd_(events|deliveries)_\w+)`)
+	onePartition := func(name, sql string, args ...any) {
+		t.Helper()
+		plan := pgGenericPlan(t, conn, fmt.Sprintf("p%d", time.Now().UnixNano()), sql, args...)
+		read := map[string][]string{} // table: its partitions read
+		for _, m := range scans.FindAllStringSubmatch(plan, -1) {
+			read[m[3]] = append(read[m[3]], m[2])
+		}
+		for table, ps := range read {
+			if len(ps) != 1 {
+				t.Errorf("%s reads %d partitions of hookd_%s (%v), want one:\n%s", name, len(ps), table, ps, plan)
+			}
+		}
+		if len(read) == 0 || !strings.Contains(plan, "Subplans Removed") {
+			t.Errorf("%s is not pruned when it runs:\n%s", name, plan)
+		}
+		if strings.Contains(plan, "Filter: (event_id") {
+			t.Errorf("%s does not read the unique (endpoint_id, event_id) with both columns:\n%s", name, plan)
+		}
+	}
+	onePartition("an event by id", `SELECT id FROM hookd_events WHERE id = $1`, ev.ID)
+	for _, c := range deliveryLookups() {
+		if len(c.values) == 2 { // by (endpoint, event)
+			onePartition(c.name, c.sql, ep.ID, ev.ID)
+		}
+	}
+
+	// An idempotency key used again two days later, in another partition.
+	first := eventAt("acme", "order-7", now)
+	id1, inserted, err := s.q.InsertEvent(s.ctx, first)
+	must(t, err)
+	again := eventAt("acme", "order-7", now.AddDate(0, 0, 2))
+	id2, inserted2, err := s.q.InsertEvent(s.ctx, again)
+	must(t, err)
+	if !inserted || inserted2 || id2 != id1 {
+		t.Errorf("key repeated across partitions: first (%s, inserted %v), again (%s, inserted %v); want the first event's id, not a second event", id1, inserted, id2, inserted2)
+	}
+	if n := s.count(`SELECT count(*) FROM hookd_events WHERE idempotency_key = 'order-7'`); n != 1 {
+		t.Errorf("%d events with the key, want 1", n)
+	}
+	if n, err := s.q.PruneEventKeys(s.ctx, ts(now.Add(time.Hour)), 100); err != nil || n != 1 {
+		t.Errorf("PruneEventKeys before an hour from now: %d (%v), want the 1 key", n, err)
+	}
+
+	// Retention: five days, 40 to 36 days ago; the third holds a pending
+	// delivery.
+	from := day0.AddDate(0, 0, -40)
+	must(t, s.db.EnsurePartitionsFor(s.ctx, from, from.AddDate(0, 0, 5)))
+	var old []string
+	for d := range 5 {
+		e := eventAt("acme", "", from.AddDate(0, 0, d).Add(time.Hour))
+		_, _, err := s.q.InsertEvent(s.ctx, e)
+		must(t, err)
+		state := "delivered"
+		if d == 2 {
+			state = "pending"
+		}
+		s.insertDelivery(ep.ID, e.ID, state)
+		old = append(old, e.ID)
+	}
+	if got, want := s.partitionOf("hookd_events", "id", old[0]), "hookd_events_p"+from.Format("20060102"); got != want {
+		t.Fatalf("an event 40 days old is in %s, want %s", got, want)
+	}
+	dropped, err := s.db.DropExpiredPartitions(s.ctx, now.AddDate(0, 0, -30))
+	must(t, err)
+	if dropped != 4 {
+		t.Errorf("dropped %d expired days, want 4 (the fifth holds a pending delivery)", dropped)
+	}
+	for d, id := range old {
+		events := s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, id)
+		deliveries := s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, id)
+		if kept := d == 2; (events == 1 && deliveries == 1) != kept || (!kept && events+deliveries != 0) {
+			t.Errorf("day %d (kept %v): %d events, %d deliveries left", d, kept, events, deliveries)
+		}
+	}
+	if s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, ev.ID) != 1 {
+		t.Error("retention dropped today's event")
+	}
+}
+
+// TestPartitionLiveDatabase: a database with rows, unpartitioned, is
+// partitioned by Migrate while a publisher writes events into it, and
+// nothing is lost: every event written before, during and after is read
+// back, the old rows are in the legacy partition (the old table,
+// attached), an idempotency key used before still returns its event, and
+// a lookup of an old delivery reads the legacy partition alone.
+func TestPartitionLiveDatabase(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Postgres(t)
+	cfg.MaxConns = 8
+	cfg.PartitionInterval = 0 // unpartitioned, whatever HOOKD_TEST_PARTITION_INTERVAL says
+	s := newBundle(t, dbtest.Open(t, cfg))
+	s.owner("acme")
+	ep := s.endpoint("acme", 1)
+	var written []string
+	for i := range 200 {
+		e := newEvent("acme", fmt.Sprintf("k%d", i%20), time.Now())
+		id, inserted, err := s.q.InsertEvent(s.ctx, e)
+		must(t, err)
+		if inserted {
+			written = append(written, id)
+			s.insertDelivery(ep.ID, id, "delivered")
+		}
+	}
+	if len(written) != 20 {
+		t.Fatalf("%d events written, want 20 (20 keys)", len(written))
+	}
+
+	// A publisher keeps writing while the second process partitions.
+	var (
+		mu      sync.Mutex
+		during  []string
+		stop    atomic.Bool
+		pubErrs atomic.Int64
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() {
+		for !stop.Load() {
+			e := eventAt("acme", "", time.Now())
+			if _, _, err := s.q.InsertEvent(s.ctx, e); err != nil {
+				pubErrs.Add(1)
+				t.Errorf("publish during the partitioning: %v", err)
+				return
+			}
+			mu.Lock()
+			during = append(during, e.ID)
+			mu.Unlock()
+		}
+	})
+	pcfg := cfg
+	pcfg.PartitionInterval = store.DefaultPartitionInterval
+	p := dbtest.Open(t, pcfg) // Migrate partitions
+	// Let the publisher go on across the swap, then stop it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		mu.Lock()
+		n := len(during)
+		mu.Unlock()
+		if n >= 50 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	parts, err := p.Partitions(s.ctx)
+	must(t, err)
+	if len(parts) < 3 || !parts[0].Legacy || parts[0].Name != "hookd_deliveries_legacy" || !parts[len(parts)-1].Default {
+		t.Fatalf("partitions %+v: want the legacy first, then days, then the default", parts)
+	}
+	cut := parts[0].To
+	if !cut.After(time.Now()) {
+		t.Errorf("the legacy takes ids below %v, which is not ahead of now", cut)
+	}
+	for _, id := range append(append([]string(nil), written...), during...) {
+		if n := s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, id); n != 1 {
+			t.Fatalf("event %s: %d rows after the partitioning, want 1", id, n)
+		}
+	}
+	if got := s.partitionOf("hookd_events", "id", written[0]); got != "hookd_events_legacy" {
+		t.Errorf("an old event is in %s, want hookd_events_legacy", got)
+	}
+	// A key used before the partitioning still answers with its event.
+	repeat := newEvent("acme", "k3", time.Now())
+	id, inserted, err := p.Q().InsertEvent(s.ctx, repeat)
+	must(t, err)
+	if inserted || id != written[3] {
+		t.Errorf("key k3 after the partitioning: (%s, inserted %v), want the earlier %s", id, inserted, written[3])
+	}
+	// An event past the cut lands in its day's partition.
+	later := eventAt("acme", "", cut.Add(time.Hour))
+	_, _, err = p.Q().InsertEvent(s.ctx, later)
+	must(t, err)
+	if got, want := s.partitionOf("hookd_events", "id", later.ID), "hookd_events_p"+cut.Format("20060102"); got != want {
+		t.Errorf("an event past the cut is in %s, want %s", got, want)
+	}
+	// The old rows keep their indexes: a delivery lookup reads the legacy.
+	pc, err := p.Pool().Acquire(s.ctx)
+	must(t, err)
+	conn := pc.Hijack()
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	must(t, execSimple(s.ctx, conn, `SET plan_cache_mode = force_generic_plan`))
+	plan := pgGenericPlan(t, conn, "legacy_lookup", `SELECT state FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, ep.ID, written[0])
+	if !strings.Contains(plan, "on hookd_deliveries_legacy") || !strings.Contains(plan, "Subplans Removed") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("an old delivery's lookup does not read the legacy partition's index alone:\n%s", plan)
+	}
+	// Migrating again changes nothing.
+	must(t, p.Migrate(s.ctx))
+	if again, err := p.Partitions(s.ctx); err != nil || len(again) != len(parts) {
+		t.Errorf("a second migrate: %d partitions (%v), want %d", len(again), err, len(parts))
+	}
+}
