@@ -295,9 +295,12 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		}
 		defer dead.close()
 	}
-	if opts.Partitions > 0 && db.engine == "postgres" {
-		step("partitions: %d days before now", opts.Partitions)
-		if err := makePartitions(ctx, db, opts.Partitions); err != nil {
+	// A soak's history (25 days) gets its days' partitions too, where hookd
+	// partitions its tables (serve --partition-interval): in bulk, rows of
+	// days without one would all land in the default partition.
+	if days := max(opts.Partitions, soakPartitionDays(opts.Soak)); days > 0 && db.engine == "postgres" {
+		step("partitions: %d days before now (where the tables are partitioned)", days)
+		if err := makePartitions(ctx, db, days); err != nil {
 			return res, fmt.Errorf("partitions: %w", err)
 		}
 	}
@@ -366,4 +369,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		res.NoisyAttempts, res.NoisyHanging = dead.requests.Load(), dead.hanging.Load()
 	}
 	return res, nil
+}
+
+// soakPartitionDays is how many days of partitions a soak of n deliveries
+// fills (its history spans the last 25 days; 0 without a soak).
+func soakPartitionDays(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return 26
 }
