@@ -372,10 +372,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 }
 
 // soakPartitionDays is how many days of partitions a soak of n deliveries
-// fills (its history spans the last 25 days; 0 without a soak).
+// fills (its history spans soakSpan, and a day more for the day it
+// starts in; 0 without a soak).
 func soakPartitionDays(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	return 26
+	return int(soakSpan/(24*time.Hour)) + 1
 }
