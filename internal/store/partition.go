@@ -209,17 +209,28 @@ func (db *DB) partitionTables(ctx context.Context, now time.Time) error {
 				}
 			}
 		}
-		err := db.InTx(ctx, TxOptions{}, func(q *Q) error {
-			if _, err := q.exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
-				return err
-			}
-			for _, t := range partitionedTables {
-				if err := swapPartitioned(ctx, q, t.name, t.key, cut, empty); err != nil {
-					return fmt.Errorf("partition %s: %w", t.name, err)
+		// The swap waits for the tables' lock behind every transaction
+		// using them, and every later query waits behind it: a few
+		// seconds at most, then it lets go and tries again.
+		var err error
+		for try := 1; ; try++ {
+			err = db.InTx(ctx, TxOptions{}, func(q *Q) error {
+				if _, err := q.exec(ctx, `SET LOCAL lock_timeout = '3s'`); err != nil {
+					return err
 				}
+				for _, t := range partitionedTables {
+					if err := swapPartitioned(ctx, q, t.name, t.key, cut, empty); err != nil {
+						return fmt.Errorf("partition %s: %w", t.name, err)
+					}
+				}
+				return nil
+			})
+			var pgErr *pgconn.PgError
+			if err == nil || try == 5 || !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+				break
 			}
-			return nil
-		})
+			db.log.InfoContext(ctx, "partitioning waits: the tables are busy", "try", try)
+		}
 		if err != nil {
 			return err
 		}
