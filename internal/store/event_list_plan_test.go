@@ -34,7 +34,7 @@ func TestEventListPlans(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		db, err := store.Open(ctx, dbtest.Postgres(t))
+		db, err := store.Open(ctx, unpartitioned(t))
 		must(t, err)
 		t.Cleanup(func() { db.Close() })
 		must(t, db.Migrate(ctx))
