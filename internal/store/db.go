@@ -106,7 +106,10 @@ type DB struct {
 	// partitions an unpartitioned database (partition.go).
 	partitionInterval time.Duration
 	partitionOn       bool
-	jobs              JobClient
+	// partitioned: Migrate found the tables partitioned, so a read by
+	// time also names the ids' range (event_list.go).
+	partitioned bool
+	jobs        JobClient
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
 	notifyQueue func(ctx context.Context, queue string) error

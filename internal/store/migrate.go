@@ -52,9 +52,16 @@ func (db *DB) migratePostgres(ctx context.Context) error {
 	}
 	db.logApplied(ctx, res, applied)
 	if db.partitionOn {
-		return db.partitionTables(ctx, time.Now())
+		err = db.partitionTables(ctx, time.Now())
+	} else {
+		err = db.EnsurePartitions(ctx, time.Now()) // a no-op unless partitioned before
 	}
-	return db.EnsurePartitions(ctx, time.Now()) // a no-op unless partitioned before
+	if err != nil {
+		return err
+	}
+	parts, err := db.Partitions(ctx)
+	db.partitioned = len(parts) > 0
+	return err
 }
 
 // migrateSQLite runs River's and hookd's migrations in one transaction.

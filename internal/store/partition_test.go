@@ -152,6 +152,17 @@ func testPartitionsPostgres(t *testing.T, s *bundle, now time.Time) {
 		}
 	}
 	onePartition("an event by id", `SELECT id FROM hookd_events WHERE id = $1`, ev.ID)
+	since, until := now.Add(-time.Hour), now.Add(time.Minute)
+	if !now.Add(-time.Hour).Truncate(24*time.Hour).Equal(day0) || !now.Add(2*time.Minute).Truncate(24*time.Hour).Equal(day0) {
+		since, until = day0, day0.Add(time.Minute) // the window stays inside today
+	}
+	onePartition("events.list, an hour's window", store.ListEventsPartitionedSQL, "acme", ts(since), ts(until), ts(until), "evt_z", "%", 0, "",
+		50, idAt(since)[:14]+strings.Repeat("0", 16), idAt(until.Add(time.Minute))[:14]+strings.Repeat("0", 16))
+	events, err := s.q.ListEvents(s.ctx, store.EventFilter{OwnerID: "acme", Since: ts(now.Add(-time.Hour)), Until: ts(now.Add(time.Hour)), Limit: 10})
+	must(t, err)
+	if len(events) != 1 || events[0].ID != ev.ID {
+		t.Errorf("events.list over the last hour: %d events, want today's one", len(events))
+	}
 	for _, c := range deliveryLookups() {
 		if len(c.values) == 2 { // by (endpoint, event)
 			onePartition(c.name, c.sql, ep.ID, ev.ID)
