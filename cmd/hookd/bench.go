@@ -37,6 +37,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.DurationVar(&o.SampleEvery, "sample-every", 0, "with --series: the interval between samples (default 10s)")
 	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	fs.StringVar(&o.Executable, "hookd", "", "with --spawn: the hookd binary to serve (default this one), e.g. another build to compare")
+	fs.IntVar(&o.Nodes, "nodes", 1, "with --spawn: hookd processes on the one database, the first serving the API and delivering, the others delivering only (serve --role worker)")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")
 	fs.IntVar(&o.Workers, "workers", 0, "hookd's deliveries in flight (default hookd's 100)")
 	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's: 2ms PostgreSQL, 10ms SQLite; in-process only)")

@@ -79,6 +79,10 @@ type Options struct {
 	// it must know this build's migrations.
 	Spawn      bool
 	Executable string
+	// Nodes is how many hookd processes to spawn (default 1): the first
+	// serves the API and delivers, the others deliver only (`serve --role
+	// worker`), all on the one database.
+	Nodes int
 	// CPUProfile receives a pprof CPU profile of the run (in-process only).
 	CPUProfile io.Writer
 	// Knobs hookd.Config exposes (0: hookd's defaults). Only Workers
@@ -223,6 +227,8 @@ func (o *Options) Validate() error {
 		return errors.New("the loop generator needs Linux (epoll): use --generator conns")
 	case o.Generator == GeneratorLoop && o.Rate > 0:
 		return errors.New("the loop generator sends closed loops only: drop --rate, or use --generator conns with it")
+	case o.Nodes < 0 || o.Nodes > 1 && !o.Spawn:
+		return errors.New("--nodes needs --spawn (and must not be negative)")
 	case o.Executable != "" && !o.Spawn:
 		return errors.New("another hookd binary needs --spawn")
 	case o.Spawn && o.CPUProfile != nil:
@@ -311,7 +317,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, errors.New("warm-up: its deliveries did not all arrive")
 		}
 	}
-	cpu := &cpuMeter{pid: srv.pid, db: db}
+	cpu := &cpuMeter{pids: srv.pids, db: db}
 	cpu.start(ctx)
 	times := &requestTimes{}
 	var series *sampler
