@@ -113,7 +113,7 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		where = "spawned hookd serve"
 	}
 	if o.Nodes > 1 {
-		where = fmt.Sprintf("%d spawned hookd serve: one with the API, %d workers only", o.Nodes, o.Nodes-1)
+		where = fmt.Sprintf("%d spawned hookd serve: one with the API and workers, %d with workers only", o.Nodes, o.Nodes-1)
 	}
 	knobs := []string{fmt.Sprintf("workers %s", orDefault(o.Workers, "default"))}
 	if o.FetchCooldown > 0 {

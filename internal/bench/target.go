@@ -120,6 +120,13 @@ func spawnNodes(ctx context.Context, opts Options, db *database, key []byte) (*t
 	if err != nil {
 		return nil, err
 	}
+	if opts.Nodes > 1 {
+		rss := t.peakRSS
+		t.peakRSS = func() (int64, string) {
+			b, _ := rss()
+			return b, "the first hookd serve process (the API's; the workers' not counted)"
+		}
+	}
 	for range max(opts.Nodes, 1) - 1 {
 		w, err := spawn(ctx, opts, db, key, "worker")
 		if err != nil {
