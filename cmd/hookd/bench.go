@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hookd/hookd/internal/bench"
@@ -38,7 +39,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.DurationVar(&o.SampleEvery, "sample-every", 0, "with --series: the interval between samples (default 10s)")
 	fs.BoolVar(&o.Spawn, "spawn", false, "run hookd as a child process (hookd serve) instead of in this process")
 	fs.StringVar(&o.Executable, "hookd", "", "with --spawn: the hookd binary to serve (default this one), e.g. another build to compare")
+	fs.IntVar(&o.Nodes, "nodes", 1, "with --spawn: hookd processes on the one database, the first serving the API and delivering, the others delivering only (serve --role worker)")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the (in-process) run to this file")
+	memprofile := fs.String("memprofile", "", "write a pprof allocation profile of the (in-process) measured run to this file (go tool pprof -sample_index=alloc_objects)")
 	fs.IntVar(&o.Workers, "workers", 0, "hookd's deliveries in flight (default hookd's 100)")
 	fs.DurationVar(&o.FetchCooldown, "fetch-cooldown", 0, "River fetch cooldown (default hookd's: 2ms PostgreSQL, 10ms SQLite; in-process only)")
 	fs.DurationVar(&o.FetchPollInterval, "fetch-poll-interval", 0, "River fetch poll interval (default hookd's: 200ms PostgreSQL, 50ms SQLite; in-process only)")
@@ -94,6 +97,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		defer closing(&err, f)
 		o.CPUProfile = f
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 0 // Run samples the measured run alone
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			return err
+		}
+		defer closing(&err, f)
+		o.MemProfile = f
 	}
 	res, err := bench.Run(ctx, o)
 	if err != nil {

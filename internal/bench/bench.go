@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -84,8 +85,17 @@ type Options struct {
 	// it must know this build's migrations.
 	Spawn      bool
 	Executable string
+	// Nodes is how many hookd processes to spawn (default 1): the first
+	// serves the API and delivers, the others deliver only (`serve --role
+	// worker`), all on the one database.
+	Nodes int
 	// CPUProfile receives a pprof CPU profile of the run (in-process only).
 	CPUProfile io.Writer
+	// MemProfile receives a pprof allocation profile of the measured run
+	// alone (in-process only): sampling every 4 KiB allocated from its
+	// first publish, none before (the caller sets runtime.MemProfileRate
+	// to 0 at its start).
+	MemProfile io.Writer
 	// Knobs hookd.Config exposes (0: hookd's defaults). Only Workers
 	// reaches a spawned process (`serve --workers`).
 	Workers           int
@@ -228,10 +238,12 @@ func (o *Options) Validate() error {
 		return errors.New("the loop generator needs Linux (epoll): use --generator conns")
 	case o.Generator == GeneratorLoop && o.Rate > 0:
 		return errors.New("the loop generator sends closed loops only: drop --rate, or use --generator conns with it")
+	case o.Nodes < 0 || o.Nodes > 1 && !o.Spawn:
+		return errors.New("--nodes needs --spawn (and must not be negative)")
 	case o.Executable != "" && !o.Spawn:
 		return errors.New("another hookd binary needs --spawn")
-	case o.Spawn && o.CPUProfile != nil:
-		return errors.New("a CPU profile needs the in-process run (drop --spawn)")
+	case o.Spawn && (o.CPUProfile != nil || o.MemProfile != nil):
+		return errors.New("a CPU or memory profile needs the in-process run (drop --spawn)")
 	case o.Spawn && (o.FetchCooldown != 0 || o.FetchPollInterval != 0 || o.BusySnooze != 0):
 		return errors.New("fetch cooldown, poll interval and busy snooze reach the in-process run only (`hookd serve` has no flags for them)")
 	}
@@ -325,7 +337,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return res, errors.New("warm-up: its deliveries did not all arrive")
 		}
 	}
-	cpu := &cpuMeter{pid: srv.pid, db: db}
+	step("measuring")
+	if opts.MemProfile != nil {
+		runtime.MemProfileRate = 4096
+	}
+	cpu := &cpuMeter{pids: srv.pids, db: db}
 	cpu.start(ctx)
 	times := &requestTimes{}
 	var series *sampler
@@ -362,6 +378,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	if opts.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if opts.MemProfile != nil {
+		runtime.GC() // the profile shows allocations up to the last GC
+		// Written at the rate it sampled with: pprof scales the samples
+		// by the rate in the profile's header.
+		err := pprof.Lookup("allocs").WriteTo(opts.MemProfile, 0)
+		runtime.MemProfileRate = 0
+		if err != nil {
+			return res, fmt.Errorf("memory profile: %w", err)
+		}
 	}
 	res.PeakRSS, res.RSSScope = srv.peakRSS()
 	rcv.fill(&res)

@@ -103,7 +103,7 @@ figure() {
 		}' "$1"
 }
 
-names=("publish" "publish request p99" "deliveries" "latency p99" "cpu hookd" "cpu postgres" "cpu per delivery" "cpu per publish")
+names=("publish" "publish request p99" "deliveries" "latency p99" "cpu hookd" "cpu postgres" "cpu per delivery" "cpu per publish" "cpu stack per delivery" "cpu stack per publish")
 declare -A vals
 for i in $(seq 1 "$pairs"); do
 	if [ -n "${PGBENCH:-}" ]; then

@@ -112,6 +112,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	if o.Spawn {
 		where = "spawned hookd serve"
 	}
+	if o.Nodes > 1 {
+		where = fmt.Sprintf("%d spawned hookd serve: one with the API and workers, %d with workers only", o.Nodes, o.Nodes-1)
+	}
 	knobs := []string{fmt.Sprintf("workers %s", orDefault(o.Workers, "default"))}
 	if o.FetchCooldown > 0 {
 		knobs = append(knobs, "fetch cooldown "+o.FetchCooldown.String())
@@ -210,6 +213,9 @@ func (r Result) writeCPU(line func(name, format string, args ...any)) {
 	if !r.Options.Spawn {
 		scope = "this process: hookd with the load generator and the receiver; --spawn for hookd alone"
 	}
+	if c.Nodes > 1 {
+		scope = fmt.Sprintf("the %d hookd serve processes", c.Nodes)
+	}
 	line("cpu hookd", "%.2f s (utime+stime of %s)", c.Hookd.Seconds(), scope)
 	if r.Engine != "postgres" {
 		return
@@ -225,6 +231,35 @@ func (r Result) writeCPU(line func(name, format string, args ...any)) {
 	}
 	if per > 0 {
 		line("cpu per "+what, "%.3f ms (hookd + postgres backends)", float64(c.Total().Microseconds())/1000/float64(per))
+	}
+	r.writeMachineCPU(line, per, what)
+}
+
+// writeMachineCPU prints the whole machine's CPU over the run and what an
+// outside probe counts (issue 48 §3): the machine's busy time less the
+// probe's own, per delivery. Only a spawned run separates the probe (this
+// process) from hookd.
+func (r Result) writeMachineCPU(line func(name, format string, args ...any), per int, what string) {
+	c := r.CPU
+	if !c.MachineKnown || c.Machine.Total <= 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(max(per, 1)) }
+	line("cpu machine", "%.2f s busy of %.2f s (%.0f %%; irq+softirq %.2f s), /proc/stat over %v", c.Machine.Busy.Seconds(), c.Machine.Total.Seconds(),
+		100*c.Machine.Busy.Seconds()/c.Machine.Total.Seconds(), c.Machine.IRQ.Seconds(), c.Wall.Round(time.Millisecond))
+	if !r.Options.Spawn {
+		line("cpu probe", "%.2f s (this process: hookd, load generator and receiver together; --spawn to separate them)", c.Probe.Seconds())
+		return
+	}
+	line("cpu probe", "%.2f s (this process: the load generator and the receiver)", c.Probe.Seconds())
+	if c.PostgresSharedKnown {
+		line("cpu postgres shared", "%.2f s (the server's WAL writer, checkpointer, background writer, launchers)", c.PostgresShared.Seconds())
+	}
+	rest := c.Stack() - c.Hookd - c.Postgres - c.PostgresShared
+	line("cpu rest", "%.2f s (machine − probe − hookd − postgres: interrupts, kernel threads, other processes)", rest.Seconds())
+	if per > 0 {
+		line("cpu stack per "+what, "%.3f ms (whole machine less the probe: hookd %.3f, backends %.3f, server %.3f, rest %.3f)",
+			ms(c.Stack()), ms(c.Hookd), ms(c.Postgres), ms(c.PostgresShared), ms(rest))
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // RSS and how to stop it.
 type target struct {
 	url     string
-	pid     int // hookd's process (this one, in-process)
+	pids    []int // hookd's processes: this one in-process; with --nodes, one a node
 	peakRSS func() (bytes int64, scope string)
 	stop    func()
 }
@@ -57,7 +57,7 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 		if err := h.Close(); err != nil {
 			return nil, fmt.Errorf("close hookd before spawning: %w", err)
 		}
-		return spawn(ctx, opts, db, key)
+		return spawnNodes(ctx, opts, db, key)
 	}
 	return inProcess(ctx, h)
 }
@@ -96,8 +96,8 @@ func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return &target{
-		url: "http://" + ln.Addr().String(),
-		pid: os.Getpid(),
+		url:  "http://" + ln.Addr().String(),
+		pids: []int{os.Getpid()},
 		peakRSS: func() (int64, string) {
 			return readPeakRSS("/proc/self/status"), "hookd and the bench in one process"
 		},
@@ -112,8 +112,36 @@ func inProcess(ctx context.Context, h *hookd.Hookd) (*target, error) {
 	}, nil
 }
 
-// spawn starts `hookd serve` on db and waits until it listens.
-func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target, error) {
+// spawnNodes starts opts.Nodes `hookd serve` processes on db: the first
+// with every role (the API the bench calls, and workers), the others
+// workers only, as a deployment adds delivery nodes.
+func spawnNodes(ctx context.Context, opts Options, db *database, key []byte) (*target, error) {
+	t, err := spawn(ctx, opts, db, key, "all")
+	if err != nil {
+		return nil, err
+	}
+	if opts.Nodes > 1 {
+		rss := t.peakRSS
+		t.peakRSS = func() (int64, string) {
+			b, _ := rss()
+			return b, "the first hookd serve process (the API's; the workers' not counted)"
+		}
+	}
+	for range max(opts.Nodes, 1) - 1 {
+		w, err := spawn(ctx, opts, db, key, "worker")
+		if err != nil {
+			t.stop()
+			return nil, fmt.Errorf("worker node: %w", err)
+		}
+		t.pids = append(t.pids, w.pids...)
+		stop := t.stop
+		t.stop = func() { w.stop(); stop() }
+	}
+	return t, nil
+}
+
+// spawn starts `hookd serve --role role` on db and waits until it listens.
+func spawn(ctx context.Context, opts Options, db *database, key []byte, role string) (*target, error) {
 	exe := opts.Executable
 	if exe == "" {
 		var err error
@@ -121,7 +149,7 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target
 			return nil, err
 		}
 	}
-	args := []string{"serve", "--db", db.url, "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32", "--log-level", "warn"}
+	args := []string{"serve", "--db", db.url, "--addr", "127.0.0.1:0", "--egress-allow", "127.0.0.1/32", "--log-level", "warn", "--role", role}
 	if db.schema != "" {
 		args = append(args, "--schema", db.schema)
 	}
@@ -167,8 +195,8 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte) (*target
 	case u := <-addr:
 		pid := cmd.Process.Pid
 		return &target{
-			url: u,
-			pid: pid,
+			url:  u,
+			pids: []int{pid},
 			peakRSS: func() (int64, string) {
 				return readPeakRSS(fmt.Sprintf("/proc/%d/status", pid)), "the hookd serve process"
 			},

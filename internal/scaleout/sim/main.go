@@ -3,7 +3,7 @@
 // deliveries/s one cluster was measured at, and many simulated owner moves
 // under load, with what their receivers saw.
 //
-//	go run ./internal/scaleout/sim -per-cluster 5300 -offered 40000 -moves 2000
+//	go run ./internal/scaleout/sim -cores 2 -per-core 2650 -offered 40000 -moves 2000
 package main
 
 import (
@@ -17,13 +17,18 @@ import (
 )
 
 func main() {
-	per := flag.Float64("per-cluster", 5300, "deliveries/s one cluster carries (measured: docs/performance.md, breadth on PostgreSQL)")
+	perCore := flag.Float64("per-core", 2650, "deliveries/s one core of a cluster carries, hookd and PostgreSQL together (measured: docs/scale-out.md, \"Per-core figures\")")
+	cores := flag.Int("cores", 2, "cores of one cluster (hookd and PostgreSQL on them together)")
+	per := flag.Float64("per-cluster", 0, "deliveries/s one cluster carries; 0: -cores × -per-core")
 	offered := flag.Float64("offered", 40000, "deliveries/s all owners ask for")
 	owners := flag.Int("owners", 1000, "owners")
 	skew := flag.Float64("skew", 1.1, "Zipf exponent of the owners' load (0: all equal)")
 	clusters := flag.String("clusters", "1,2,4,8,16", "cluster counts to plan")
 	moves := flag.Int("moves", 1000, "simulated moves (one seed each)")
 	flag.Parse()
+	if *per == 0 {
+		*per = float64(*cores) * *perCore
+	}
 
 	all := scaleout.ZipfOwners(*owners, *offered, *skew)
 	fmt.Printf("owners %d asking %.0f deliveries/s (Zipf %.2f; the largest %.0f/s), one cluster carries %.0f/s\n\n",
