@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hookd/hookd/internal/dbtest"
+	"github.com/hookd/hookd/internal/endpoint"
 	"github.com/hookd/hookd/internal/store"
 )
 
@@ -34,30 +35,37 @@ func fillDeliveries(s *bundle, ep string, prefix string, n int) {
 	}
 }
 
+// prunedFile opens the SQLite file of cfg, checks its auto_vacuum is
+// wantMode, writes n deliveries and deletes them all, in batches; it
+// returns the file's page count before the delete.
+func prunedFile(t *testing.T, cfg store.Config, wantMode, n int) (*bundle, *endpoint.Endpoint, int64) {
+	s := newBundle(t, dbtest.Open(t, cfg))
+	var mode int
+	must(t, s.db.SQLDB().QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
+	if mode != wantMode {
+		t.Fatalf("auto_vacuum = %d, want %d (0 NONE for a file made before, 2 INCREMENTAL for a new one)", mode, wantMode)
+	}
+	s.owner("acme")
+	ep := s.endpoint("acme", 1)
+	fillDeliveries(s, ep.ID, "a", n)
+	before, _ := sqlitePages(t, s.db.SQLDB())
+	for {
+		n, err := s.q.PruneDeliveries(s.ctx, 2, 1000)
+		must(t, err)
+		if n < 1000 {
+			return s, ep, before
+		}
+	}
+}
+
 // TestSQLiteReclaimShrinks: a new file has auto_vacuum INCREMENTAL, and
 // after a prune of most of its rows Reclaim gives the free pages back to
 // the filesystem down to a quarter of the file (the next inserts' share):
 // the page count drops, and the free list with it.
 func TestSQLiteReclaimShrinks(t *testing.T) {
 	t.Parallel()
-	s := newBundle(t, dbtest.Open(t, dbtest.SQLite(t)))
+	s, ep, before := prunedFile(t, dbtest.SQLite(t), 2, 20000)
 	sqlDB := s.db.SQLDB()
-	var mode int
-	must(t, sqlDB.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
-	if mode != 2 {
-		t.Fatalf("a new file's auto_vacuum = %d, want 2 (INCREMENTAL)", mode)
-	}
-	s.owner("acme")
-	ep := s.endpoint("acme", 1)
-	fillDeliveries(s, ep.ID, "a", 20000)
-	before, _ := sqlitePages(t, sqlDB)
-	for {
-		n, err := s.q.PruneDeliveries(s.ctx, 2, 1000)
-		must(t, err)
-		if n < 1000 {
-			break
-		}
-	}
 	pruned, freeAfterPrune := sqlitePages(t, sqlDB)
 	if freeAfterPrune < before/2 {
 		t.Fatalf("after deleting every delivery %d of %d pages are free; the test needs most of the file free", freeAfterPrune, pruned)
@@ -89,23 +97,9 @@ func TestSQLiteReclaimOldFile(t *testing.T) {
 	must(t, err)
 	must(t, raw.Close())
 
-	s := newBundle(t, dbtest.Open(t, store.Config{URL: path}))
+	s, _, _ := prunedFile(t, store.Config{URL: path}, 0, 5000)
 	sqlDB := s.db.SQLDB()
 	var mode int
-	must(t, sqlDB.QueryRow(`PRAGMA auto_vacuum`).Scan(&mode))
-	if mode != 0 {
-		t.Fatalf("an existing file's auto_vacuum = %d, want it left at 0 (NONE)", mode)
-	}
-	s.owner("acme")
-	ep := s.endpoint("acme", 1)
-	fillDeliveries(s, ep.ID, "a", 5000)
-	for {
-		n, err := s.q.PruneDeliveries(s.ctx, 2, 1000)
-		must(t, err)
-		if n < 1000 {
-			break
-		}
-	}
 	pages, free := sqlitePages(t, sqlDB)
 	must(t, s.db.Reclaim(s.ctx))
 	if p, f := sqlitePages(t, sqlDB); p != pages || f != free {
