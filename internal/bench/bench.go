@@ -69,6 +69,10 @@ type Options struct {
 	// so the run measures hookd with a month's partitions, not the few a
 	// new database has (store/partition.go).
 	Partitions int
+	// PrunePass, with Soak, runs two retention passes after the fill,
+	// each deleting this much of the history's oldest end, the second
+	// beside a publish probe, and measures them (prunepass.go).
+	PrunePass time.Duration
 	// Retention is hookd's (0: its 30 days); minutes make a steady state
 	// in which the window turns over many times during the run.
 	Retention time.Duration
@@ -220,6 +224,8 @@ func (o *Options) Validate() error {
 		return errors.New("--soak must not be negative")
 	case o.Soak > 0 && (o.PublishOnly || o.Destination != ""):
 		return errors.New("--soak fills a history of HTTP deliveries: drop --publish-only and --destination")
+	case o.PrunePass < 0 || o.PrunePass > 0 && (o.Soak == 0 || 2*o.PrunePass >= soakSpan):
+		return fmt.Errorf("--prune-pass %v needs --soak and two passes' worth of history: at most %v", o.PrunePass, soakSpan/2)
 	case o.Retention != 0 && o.Retention < time.Minute:
 		return fmt.Errorf("--retention %s: hookd keeps deliveries at least 1m", o.Retention)
 	case o.SampleEvery < 0:
@@ -319,6 +325,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.Soak > 0 {
 		if err := soak(ctx, opts, db, plan, srv.url, &res, step); err != nil {
 			return res, fmt.Errorf("soak: %w", err)
+		}
+		if opts.PrunePass > 0 {
+			if err := prunePasses(ctx, opts, db, plan, api, &res, step); err != nil {
+				return res, err
+			}
 		}
 	}
 	step("ready in %v; publishing %d events (%s) for %d deliveries", time.Since(began).Round(time.Millisecond), opts.Events, res.Mode(), plan.expected)

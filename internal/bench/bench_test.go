@@ -213,19 +213,22 @@ func TestRunDestination(t *testing.T) {
 	}
 }
 
+// engines are the two databases a test runs the bench on.
+var engines = []struct {
+	name string
+	db   func(t *testing.T) string
+}{
+	{"sqlite", func(*testing.T) string { return "sqlite" }},
+	{"postgres", func(t *testing.T) string { return dbtest.PostgresURL(t) }},
+}
+
 // TestSoak fills a small history on each engine and times the pages at
 // that size: every filled delivery written, each page answered with the
 // rows it must show (the probes check them), the tables measured, and
 // the run's deliveries all arriving beside the history.
 func TestSoak(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name string
-		db   func(t *testing.T) string
-	}{
-		{"sqlite", func(*testing.T) string { return "sqlite" }},
-		{"postgres", func(t *testing.T) string { return dbtest.PostgresURL(t) }},
-	} {
+	for _, c := range engines {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var progress strings.Builder
@@ -259,11 +262,59 @@ func TestSoak(t *testing.T) {
 	}
 }
 
+// TestPrunePass fills a small history on each engine and runs the two
+// measured retention passes: each deletes about the history's oldest
+// 5 days (a fifth), in batches each timed; the second beside the
+// publish probe, whose requests are timed before and during it; the
+// run's own deliveries all arrive afterwards.
+func TestPrunePass(t *testing.T) {
+	t.Parallel()
+	for _, c := range engines {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			res, err := bench.Run(context.Background(), bench.Options{
+				DB: c.db(t), Soak: 10000, PrunePass: 5 * 24 * time.Hour, Events: 10, Endpoints: 4, Owners: 2,
+				BusySnooze: 50 * time.Millisecond, StallTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+				Progress: &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			if len(res.PrunePasses) != 2 {
+				t.Fatalf("%d passes measured, want 2", len(res.PrunePasses))
+			}
+			for _, pp := range res.PrunePasses {
+				// A fifth of 10,000 deliveries (2 an event), give or take
+				// the minutes between the fill and the pass.
+				if pp.Deliveries < 1900 || pp.Deliveries > 2100 || pp.Events < 950 || pp.Events > 1050 {
+					t.Errorf("pass %s deleted %d deliveries and %d events, want about 2,000 and 1,000", pp.Label, pp.Deliveries, pp.Events)
+				}
+				if len(pp.Batches) < 3 || pp.Took <= 0 {
+					t.Errorf("pass %s: %d batches timed in %v; want at least one a table (deliveries, events, polls)", pp.Label, len(pp.Batches), pp.Took)
+				}
+				if c.name == "sqlite" && pp.ReadBytes < 0 {
+					t.Errorf("pass %s: this process's I/O not read", pp.Label)
+				}
+				if c.name == "postgres" && pp.WALBytes <= 0 {
+					t.Errorf("pass %s: no WAL measured", pp.Label)
+				}
+			}
+			if loaded := res.PrunePasses[1]; len(loaded.ProbeBase) < 100 || len(loaded.ProbeDuring) == 0 {
+				t.Errorf("probe: %d publishes before the pass, %d during it; want 10 s at 50/s before, and some during", len(loaded.ProbeBase), len(loaded.ProbeDuring))
+			}
+			if !res.OK() || res.Received != 20 {
+				t.Errorf("the run after the passes: received %d of 20, lost %d, stray %d", res.Received, res.Lost, res.Stray)
+			}
+		})
+	}
+}
+
 // TestSoakRefusesBadOptions: a negative soak, or one with nothing to
 // fill it with, is refused before anything starts.
 func TestSoakRefusesBadOptions(t *testing.T) {
 	t.Parallel()
-	for _, o := range []bench.Options{{Soak: -1}, {Soak: 10, PublishOnly: true}} {
+	for _, o := range []bench.Options{{Soak: -1}, {Soak: 10, PublishOnly: true}, {PrunePass: time.Hour}, {Soak: 10, PrunePass: 13 * 24 * time.Hour}} {
 		if _, err := bench.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "soak") {
 			t.Errorf("options %+v: err %v, want one naming --soak", o, err)
 		}
@@ -298,25 +349,27 @@ func TestSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2 s of publishing at 60/s, a sample every 250 ms.
-	if len(rows) < 6 || strings.Join(rows[0], ",") != "seconds,table_bytes,deliveries_per_s,publish_p99_ms" {
+	if len(rows) < 6 || strings.Join(rows[0], ",") != "seconds,table_bytes,file_bytes,deliveries_per_s,publish_p99_ms" {
 		t.Fatalf("series %q: want a header and a row a sample", raw)
 	}
-	var grew, delivered bool
+	var grew, file, delivered bool
 	for _, r := range rows[1:] {
 		size, _ := strconv.ParseInt(r[1], 10, 64)
-		rate, _ := strconv.ParseFloat(r[2], 64)
+		fileBytes, _ := strconv.ParseInt(r[2], 10, 64)
+		rate, _ := strconv.ParseFloat(r[3], 64)
 		grew = grew || size > 0
+		file = file || fileBytes >= size && fileBytes > 0 // the file holds the tables, and more
 		delivered = delivered || rate > 0
 	}
-	if !grew || !delivered {
-		t.Errorf("series %q: no size or no deliveries measured", raw)
+	if !grew || !file || !delivered {
+		t.Errorf("series %q: no size, no file size or no deliveries measured", raw)
 	}
 	svg, err := os.ReadFile(prefix + ".svg")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(svg), "<polyline"); n != 3 || !strings.Contains(string(svg), "tables and indexes") {
-		t.Errorf("chart has %d lines, want 3 (size, deliveries, publish p99):\n%.500s", n, svg)
+	if n := strings.Count(string(svg), "<polyline"); n != 4 || !strings.Contains(string(svg), "tables and indexes") || !strings.Contains(string(svg), "SQLite file + WAL") {
+		t.Errorf("chart has %d lines, want 4 (size, file, deliveries, publish p99):\n%.500s", n, svg)
 	}
 	if _, err := bench.Run(context.Background(), bench.Options{Retention: 30 * time.Second}); err == nil || !strings.Contains(err.Error(), "--retention") {
 		t.Errorf("a retention under a minute: err %v, want one naming --retention", err)

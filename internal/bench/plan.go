@@ -19,13 +19,16 @@ type plan struct {
 	// noisy owner's (Options.Noisy).
 	keys     []string
 	noisyKey string
+	// probeKey is the prune pass's probe owner's (Options.PrunePass).
+	probeKey string
 	// endpointIDs[j] is endpoint j's id (set by setupEndpoints).
 	endpointIDs []string
 	noisy       bool
+	probe       bool // Options.PrunePass: a probe owner
 }
 
 func newPlan(o Options) *plan {
-	p := &plan{events: o.Events, warmup: o.Warmup, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners), noisy: o.Noisy > 0}
+	p := &plan{events: o.Events, warmup: o.Warmup, endpoints: o.Endpoints, owners: o.Owners, profile: o.Profile, epsOf: make([]int, o.Owners), noisy: o.Noisy > 0, probe: o.PrunePass > 0}
 	for j := range o.Endpoints {
 		p.epsOf[j%o.Owners]++
 	}

@@ -50,6 +50,8 @@ type Result struct {
 	FillDuration time.Duration
 	TableBytes   int64
 	Pages        []PageTiming
+	// PrunePasses are the measured retention passes (Options.PrunePass).
+	PrunePasses []PrunePassResult
 	// Samples is the series of a run with Options.Series.
 	Samples []sample
 	// NoisyAttempts is how many requests the noisy owner's dead receiver
@@ -151,6 +153,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 		for _, pg := range r.Pages {
 			line("page "+pg.Name, "p50 %v, p99 %v (%d requests, one at a time)", pg.P50.Round(time.Microsecond*100), pg.P99.Round(time.Microsecond*100), pageRounds)
 		}
+	}
+	for _, pp := range r.PrunePasses {
+		pp.write(line)
 	}
 	if len(r.Samples) > 0 {
 		r.writeSteady(line)
@@ -276,14 +281,20 @@ func sizeOf(b int64) string {
 func (r Result) writeSteady(line func(name, format string, args ...any)) {
 	o := r.Options
 	line("series", "%d samples every %v in %s.csv and .svg; retention %v", len(r.Samples), o.SampleEvery, o.Series, orDuration(o.Retention, "hookd's 30 days"))
-	lo, hi := int64(math.MaxInt64), int64(0)
-	for _, x := range r.Samples {
-		if o.Retention > 0 && x.at >= 2*o.Retention {
-			lo, hi = min(lo, x.tableBytes), max(hi, x.tableBytes)
+	spread := func(after time.Duration, val func(sample) int64) (lo, hi int64) {
+		lo = math.MaxInt64
+		for _, x := range r.Samples {
+			if o.Retention > 0 && x.at >= after {
+				lo, hi = min(lo, val(x)), max(hi, val(x))
+			}
 		}
+		return lo, hi
 	}
-	if hi > 0 {
+	if lo, hi := spread(2*o.Retention, func(x sample) int64 { return x.tableBytes }); hi > 0 {
 		line("steady size", "%s to %s after two windows (%.0f %% apart)", sizeOf(lo), sizeOf(hi), 100*float64(hi-lo)/float64(lo))
+	}
+	if lo, hi := spread(o.Retention, func(x sample) int64 { return x.fileBytes }); hi > 0 {
+		line("steady file", "SQLite file + WAL %s to %s after the first window (%.0f %% apart)", sizeOf(lo), sizeOf(hi), 100*float64(hi-lo)/float64(lo))
 	}
 	n := len(r.Samples)
 	third := func(from, to int) float64 {

@@ -23,6 +23,9 @@ import (
 type sample struct {
 	at         time.Duration // since the first publish
 	tableBytes int64
+	// fileBytes is the SQLite file with its -wal, as the filesystem has
+	// them (0 on PostgreSQL): what a full disk would see.
+	fileBytes  int64
 	deliveries float64 // a second, over the interval
 	publishP99 time.Duration
 }
@@ -56,11 +59,12 @@ func (s *sampler) run(ctx context.Context) {
 			lastReq = len(s.times.all)
 			s.times.mu.Unlock()
 			size, err := tableBytes(ctx, s.db)
+			file := sqliteFileBytes(s.db)
 			s.mu.Lock()
 			if err != nil && ctx.Err() == nil {
 				s.errs = append(s.errs, err)
 			}
-			s.samples = append(s.samples, sample{at: now.Sub(s.start), tableBytes: size,
+			s.samples = append(s.samples, sample{at: now.Sub(s.start), tableBytes: size, fileBytes: file,
 				deliveries: float64(count-lastCount) / now.Sub(last).Seconds(), publishP99: percentiles(reqs).P99})
 			s.mu.Unlock()
 			lastCount, last = count, now
@@ -77,9 +81,9 @@ func (s *sampler) write(prefix string, title string) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"seconds", "table_bytes", "deliveries_per_s", "publish_p99_ms"})
+	_ = w.Write([]string{"seconds", "table_bytes", "file_bytes", "deliveries_per_s", "publish_p99_ms"})
 	for _, x := range s.samples {
-		_ = w.Write([]string{strconv.FormatFloat(x.at.Seconds(), 'f', 1, 64), strconv.FormatInt(x.tableBytes, 10),
+		_ = w.Write([]string{strconv.FormatFloat(x.at.Seconds(), 'f', 1, 64), strconv.FormatInt(x.tableBytes, 10), strconv.FormatInt(x.fileBytes, 10),
 			strconv.FormatFloat(x.deliveries, 'f', 1, 64), strconv.FormatFloat(float64(x.publishP99.Microseconds())/1000, 'f', 2, 64)})
 	}
 	w.Flush()
@@ -92,18 +96,39 @@ func (s *sampler) write(prefix string, title string) error {
 	return os.WriteFile(prefix+".svg", []byte(s.svg(title)), 0o644)
 }
 
-// svg draws the three series one above the other on a shared time axis.
+// sqliteFileBytes is the SQLite file's size plus its -wal's (0 on
+// PostgreSQL, or when they cannot be read).
+func sqliteFileBytes(db *database) int64 {
+	if db.engine == "postgres" {
+		return 0
+	}
+	var n int64
+	for _, f := range []string{db.url, db.url + "-wal"} {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+type panel struct {
+	name string
+	val  func(sample) float64
+	unit string
+}
+
+// svg draws the series one above the other on a shared time axis: the
+// tables' size (and on SQLite the file's), deliveries a second and the
+// publish p99.
 func (s *sampler) svg(title string) string {
 	const w, h, left, top, gap = 760, 150, 70, 40, 40
-	panels := []struct {
-		name string
-		val  func(sample) float64
-		unit string
-	}{
-		{"tables and indexes", func(x sample) float64 { return float64(x.tableBytes) / (1 << 20) }, "MiB"},
-		{"deliveries a second", func(x sample) float64 { return x.deliveries }, "/s"},
-		{"publish request p99", func(x sample) float64 { return float64(x.publishP99.Microseconds()) / 1000 }, "ms"},
+	panels := []panel{{"tables and indexes", func(x sample) float64 { return float64(x.tableBytes) / (1 << 20) }, "MiB"}}
+	if len(s.samples) > 0 && s.samples[0].fileBytes > 0 {
+		panels = append(panels, panel{"SQLite file + WAL", func(x sample) float64 { return float64(x.fileBytes) / (1 << 20) }, "MiB"})
 	}
+	panels = append(panels,
+		panel{"deliveries a second", func(x sample) float64 { return x.deliveries }, "/s"},
+		panel{"publish request p99", func(x sample) float64 { return float64(x.publishP99.Microseconds()) / 1000 }, "ms"})
 	var b strings.Builder
 	height := top + len(panels)*(h+gap) + 20
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w+left+20, height)

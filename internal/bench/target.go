@@ -74,6 +74,15 @@ func createOwners(ctx context.Context, h *hookd.Hookd, p *plan) error {
 		}
 		p.keys[k] = secret
 	}
+	if p.probe {
+		if err := h.CreateOwner(ctx, probeOwner, "standard", nil); err != nil {
+			return fmt.Errorf("create the probe owner: %w", err)
+		}
+		var err error
+		if p.probeKey, err = h.CreateAPIKey(ctx, probeOwner, "admin"); err != nil {
+			return err
+		}
+	}
 	if !p.noisy {
 		return nil
 	}

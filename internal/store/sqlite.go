@@ -60,10 +60,15 @@ const sqliteCacheKiB = 16384
 // one connection (River's SQLite driver requires it), WAL for concurrent
 // readers of the file (e.g. `hookd apikey create` while serving), immediate
 // transactions so writers queue instead of failing, foreign keys for
-// cascades, a per-connection statement cache (CachingSQLiteDriver), and a
-// 16 MiB page cache (sqliteCacheKiB).
+// cascades, a per-connection statement cache (CachingSQLiteDriver), a
+// 16 MiB page cache (sqliteCacheKiB), and auto_vacuum = INCREMENTAL, so
+// that retention can give a large prune's free pages back to the
+// filesystem (sqlite_reclaim.go). SQLite takes auto_vacuum only before
+// the file's first table, so it is the first pragma; on an older file,
+// made with NONE, it changes nothing until a VACUUM rebuilds the file
+// (docs/design.md, "Retention").
 func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-" + strconv.Itoa(sqliteCacheKiB) + ")&_txlock=immediate"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=auto_vacuum(INCREMENTAL)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-" + strconv.Itoa(sqliteCacheKiB) + ")&_txlock=immediate"
 	sqlDB, err := sql.Open(CachingSQLiteDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -214,9 +219,13 @@ func (sqliteDialect) jsonText(col string) string { return `json(` + col + `)` }
 // roundTrips: a query is a call into the embedded engine.
 func (sqliteDialect) roundTrips() bool { return false }
 
-// reclaim has nothing to do: SQLite puts a deleted row's pages on its
-// free list, and the next inserts take them (TestRetentionSteadyState).
-func (sqliteDialect) reclaim(context.Context) error { return nil }
+// reclaim gives back to the filesystem the free pages beyond a quarter of
+// the file, in steps that hold the writer about as long as a prune batch
+// (sqlite_reclaim.go); the free pages it keeps are the next inserts'
+// (TestRetentionSteadyState).
+func (d sqliteDialect) reclaim(ctx context.Context) error {
+	return newSQLiteReclaimer(d.db.sqlDB, d.db.log).run(ctx)
+}
 
 // lockEvent: the one writer always has it.
 func (sqliteDialect) lockEvent(context.Context, *Q, string) (bool, error) { return true, nil }

@@ -12,7 +12,8 @@ import (
 // has what its doc promises, read back from SQLite itself: WAL,
 // synchronous NORMAL, foreign keys on and a 16 MiB page cache (SQLite's
 // default, 2 MiB, made the drains read index pages back from the file
-// once the delivery log outgrew it).
+// once the delivery log outgrew it), and auto_vacuum INCREMENTAL, which
+// retention's Reclaim needs to give free pages back (sqlite_reclaim.go).
 func TestOpenSQLiteSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,6 +31,7 @@ func TestOpenSQLiteSettings(t *testing.T) {
 		{"foreign_keys", "1"},
 		{"cache_size", "-16384"}, // KiB
 		{"busy_timeout", "10000"},
+		{"auto_vacuum", "2"}, // INCREMENTAL: set before the first table, or never
 	} {
 		var got string
 		if err := db.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
