@@ -174,8 +174,7 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 // for their next fetch (at the latest the poll). No such delivery, or a job
 // already gone, is not an error.
 func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
-	return db.wake(ctx, `SELECT job_id FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` AND job_id <> 0
-		ORDER BY id LIMIT 1`, endpointID, now, notify)
+	return db.wake(ctx, db.wakeNextFreshSQL(), endpointID, now, notify)
 }
 
 // WakeDeferred is WakeNextFresh for the oldest fresh delivery due whose job
@@ -189,13 +188,25 @@ func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, n
 // the deferred deliveries, whose jobs a wake would only run to meet the
 // slot busy).
 func (db *DB) WakeDeferred(ctx context.Context, endpointID string, now int64) error {
-	return db.wake(ctx, `SELECT d.job_id FROM hookd_deliveries d JOIN river_job j ON j.id = d.job_id
-		WHERE d.endpoint_id = $1 AND `+freshAt2D+` AND j.state = 'scheduled' AND j.attempted_at IS NULL
-		  AND NOT EXISTS (SELECT 1 FROM hookd_endpoint_leases l WHERE l.endpoint_id = $1 AND l.busy_until > $2)
-		ORDER BY d.id LIMIT 1`, endpointID, now, true)
+	return db.wake(ctx, db.wakeDeferredSQL(), endpointID, now, true)
 }
 
 // wake makes the job whose id the query (on $1 the endpoint, $2 now) reads
+// wakeNextFreshSQL and wakeDeferredSQL are WakeNextFresh's and
+// WakeDeferred's reads ($1 the endpoint, $2 now): the endpoint's oldest
+// fresh delivery, through hookd_deliveries_pending (pendingIndex).
+func (db *DB) wakeNextFreshSQL() string {
+	return `SELECT job_id FROM hookd_deliveries` + db.d.pendingIndex() + ` WHERE endpoint_id = $1 AND ` + freshAt2 + ` AND job_id <> 0
+		ORDER BY id LIMIT 1`
+}
+
+func (db *DB) wakeDeferredSQL() string {
+	return `SELECT d.job_id FROM hookd_deliveries d` + db.d.pendingIndex() + ` JOIN river_job j ON j.id = d.job_id
+		WHERE d.endpoint_id = $1 AND ` + freshAt2D + ` AND j.state = 'scheduled' AND j.attempted_at IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM hookd_endpoint_leases l WHERE l.endpoint_id = $1 AND l.busy_until > $2)
+		ORDER BY d.id LIMIT 1`
+}
+
 // available at once; see WakeNextFresh.
 func (db *DB) wake(ctx context.Context, query, endpointID string, now int64, notify bool) error {
 	var jobID int64

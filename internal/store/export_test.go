@@ -23,6 +23,12 @@ const (
 	HourlyOutcomesSQL   = hourlyOutcomesSQL
 )
 
+// WakeReadsSQL are the wake-ups' reads of an endpoint's oldest fresh
+// delivery ($1 the endpoint, $2 now), as db's engine runs them.
+func (db *DB) WakeReadsSQL() map[string]string {
+	return map[string]string{"WakeNextFresh": db.wakeNextFreshSQL(), "WakeDeferred": db.wakeDeferredSQL()}
+}
+
 // WithDeliverySQL is EndpointsWithDelivery's statement for n endpoints ($1
 // the event, then the endpoints).
 func WithDeliverySQL(n int) string { return withDeliverySQL(n) }

@@ -324,6 +324,7 @@ func (d pgDialect) close() error {
 func (pgDialect) keyShare() string           { return ` FOR KEY SHARE` }
 func (pgDialect) skipLocked() string         { return ` FOR UPDATE SKIP LOCKED` }
 func (pgDialect) eventKeys() bool            { return true }
+func (pgDialect) pendingIndex() string       { return `` }
 func (pgDialect) bulkParams() paramStyle     { return numbered }
 func (pgDialect) jsonText(col string) string { return col }
 func (pgDialect) roundTrips() bool           { return true }

@@ -210,6 +210,7 @@ func (d sqliteDialect) close() error {
 func (sqliteDialect) keyShare() string       { return `` }
 func (sqliteDialect) skipLocked() string     { return `` }
 func (sqliteDialect) eventKeys() bool        { return false }
+func (sqliteDialect) pendingIndex() string   { return ` INDEXED BY hookd_deliveries_pending` }
 func (sqliteDialect) bulkParams() paramStyle { return anonymous }
 
 // jsonText: River's SQLite schema stores JSON as JSONB; json() reads it
