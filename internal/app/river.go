@@ -85,6 +85,12 @@ func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Backen
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
+		// River keeps a completed job 24 h. Under a shorter retention
+		// (a steady state of minutes) those rows outlived the deliveries
+		// they ran, and river_job became the largest table of the file
+		// (docs/performance.md, "SQLite at volume"): they go with the
+		// window. A delivery needs its job only while it is pending.
+		CompletedJobRetentionPeriod: completedJobRetention(cfg.Retention),
 	}
 	if rc.FetchCooldown == 0 {
 		// Each job hop (publish → fanout → deliver) waits out up to one
@@ -115,6 +121,15 @@ func riverConfig(cfg Config, deliverySvc *delivery.Service, backend store.Backen
 	rc.Queues = hookdQueues(cfg)
 	rc.PeriodicJobs = deliverySvc.PeriodicJobs()
 	return rc
+}
+
+// completedJobRetention is how long River keeps a completed job: its own
+// 24 h, or hookd's retention if shorter.
+func completedJobRetention(retention time.Duration) time.Duration {
+	if retention <= 0 {
+		return 24 * time.Hour
+	}
+	return min(24*time.Hour, retention)
 }
 
 // onBackend is postgres on PostgreSQL and sqlite on SQLite.
