@@ -244,17 +244,7 @@ func TestWakeReadsPendingIndexSQLite(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	must(t, db.Migrate(ctx))
 	for name, sql := range db.WakeReadsSQL() {
-		sqlite := strings.NewReplacer("$1", "?1", "$2", "?2").Replace(sql)
-		rows, err := db.SQLDB().QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlite, "ep_1", int64(1))
-		must(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			must(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		must(t, rows.Err())
+		plan := sqlitePlan(t, db, strings.NewReplacer("$1", "?1", "$2", "?2").Replace(sql), "ep_1", int64(1))
 		if !strings.Contains(strings.Join(plan, "\n"), "USING INDEX hookd_deliveries_pending ") {
 			t.Errorf("%s does not read hookd_deliveries_pending: %q", name, plan)
 		}
