@@ -234,15 +234,10 @@ func unpartitioned(t *testing.T) store.Config {
 // delivery for them (they order by id with no range on it) and walked the
 // endpoint's whole history to its first pending row: beside 5 M
 // delivered rows a lease holder's wake-up read 250,000, and delivering
-// fell to 6 a second (docs/performance.md, "SQLite at volume"). The
-// statements run too, beside a history, to find the pending delivery.
+// fell to 6 a second (docs/performance.md, "SQLite at volume").
 func TestWakeReadsPendingIndexSQLite(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbtest.SQLite(t))
-	must(t, err)
-	t.Cleanup(func() { db.Close() })
-	must(t, db.Migrate(ctx))
+	db := dbtest.Open(t, dbtest.SQLite(t))
 	for name, sql := range db.WakeReadsSQL() {
 		plan := sqlitePlan(t, db, strings.NewReplacer("$1", "?1", "$2", "?2").Replace(sql), "ep_1", int64(1))
 		if !strings.Contains(strings.Join(plan, "\n"), "USING INDEX hookd_deliveries_pending ") {
