@@ -43,12 +43,12 @@ const loadAttemptSQL = attemptSelect + `d.endpoint_id = $1 AND d.event_id = $2`
 // round trip (the deliver worker's hot path). NotFound when the delivery is
 // gone (its endpoint was deleted).
 func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*AttemptInput, error) {
-	a, err := scanAttempt(q.queryRow(ctx, loadAttemptSQL, endpointID, eventID))
+	a, err := scanAttempt(q.queryRow(ctx, q.routed(loadAttemptSQL, eventID), endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load attempt: %w", err)
+		return nil, fmt.Errorf("load attempt: %w", q.db.routeMissed(err))
 	}
 	return a, nil
 }
@@ -58,7 +58,7 @@ func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*Attem
 // (attemptSelect); o itself when none were captured.
 func (q *Q) OwnerAsOfEvent(ctx context.Context, o *owner.Owner, eventID string) (*owner.Owner, error) {
 	var attrs *string
-	err := q.queryRow(ctx, `SELECT owner_attributes FROM hookd_events WHERE id = $1`, eventID).Scan(&attrs)
+	err := q.queryRow(ctx, q.routed(`SELECT owner_attributes FROM hookd_events WHERE id = $1`, eventID), eventID).Scan(&attrs)
 	if err != nil && !NotFound(err) {
 		return nil, fmt.Errorf("event %s owner attributes: %w", eventID, err)
 	}

@@ -109,7 +109,10 @@ type DB struct {
 	// partitioned: Migrate found the tables partitioned, so a read by
 	// time also names the ids' range (event_list.go).
 	partitioned bool
-	jobs        JobClient
+	// route names the partition a statement about one event's rows
+	// addresses (partition_route.go).
+	route router
+	jobs  JobClient
 	// notifyQueue tells River's producers a job in queue is available
 	// (PostgreSQL only; on SQLite a job it would wake waits for the poll).
 	notifyQueue func(ctx context.Context, queue string) error
@@ -142,7 +145,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 }
 
 // Close closes the database. Stop River first.
-func (db *DB) Close() error { return db.d.close() }
+func (db *DB) Close() error {
+	db.route.wg.Wait()
+	return db.d.close()
+}
 
 // SQLDB returns the SQLite *sql.DB (nil on PostgreSQL), for library users who
 // publish inside their own transactions.

@@ -119,13 +119,14 @@ type stmt struct {
 	args []any
 }
 
-func deliveredStmts(ds []Delivered, now int64) []stmt {
+// deliveredStmts are RecordDrained's updates of ds.
+func (q *Q) deliveredStmts(ds []Delivered, now int64) []stmt {
 	type group struct {
 		status int
 		sentBy int64
 	}
 	groups := map[group][]any{}
-	events := map[group][]any{} // the deliveries' events, when all are known (ofEvent)
+	events := map[group][]string{} // the deliveries' events, when all are known (ofEvent)
 	for _, d := range ds {
 		g := group{d.Status, d.SentBy}
 		groups[g] = append(groups[g], d.DeliveryID)
@@ -137,9 +138,10 @@ func deliveredStmts(ds []Delivered, now int64) []stmt {
 		sql := `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + 1, last_status = $1, last_error = '', state = 'delivered',
 			next_attempt_at = NULL, finished_at = $2, updated_at = $2, job_id = $3
 			WHERE ` + stillPending + ` AND id IN (` + placeholders(4, len(ids)) + `)`
-		if evs := events[g]; !slices.Contains(evs, any("")) {
+		if evs := events[g]; !slices.Contains(evs, "") {
 			sql += ` AND event_id IN (` + placeholders(len(args)+1, len(evs)) + `)`
-			args = append(args, evs...)
+			args = append(args, anys(evs)...)
+			sql = q.routed(sql, evs...) // one partition's, if all its events are in one
 		}
 		out = append(out, stmt{sql, args})
 	}
@@ -154,7 +156,7 @@ func deliveredStmts(ds []Delivered, now int64) []stmt {
 // PostgreSQL one round trip (the statements go out as one pipelined batch,
 // an implicit transaction), on SQLite one transaction.
 func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64, now int64) error {
-	stmts := deliveredStmts(ds, now)
+	stmts := db.Q().deliveredStmts(ds, now)
 	if len(jobIDs) > 0 {
 		stmts = append(stmts, deleteJobsStmt(jobIDs))
 	}
@@ -162,7 +164,7 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 		return nil
 	}
 	if err := db.d.execRelaxed(ctx, stmts); err != nil {
-		return fmt.Errorf("record drained: %w", err)
+		return fmt.Errorf("record drained: %w", db.routeMissed(err))
 	}
 	return nil
 }

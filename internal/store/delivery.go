@@ -26,7 +26,7 @@ func scanDelivery(r row) (*endpoint.Delivery, error) {
 
 // FindDelivery returns the delivery of one event to one endpoint.
 func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endpoint.Delivery, error) {
-	d, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID))
+	d, err := scanDelivery(q.queryRow(ctx, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, eventID), endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -47,7 +47,7 @@ func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, job
 	var state string
 	var job int64
 	var orphan bool
-	err := q.queryRow(ctx, deliveryPendingSQL, endpointID, eventID).Scan(&state, &job, &orphan)
+	err := q.queryRow(ctx, q.routed(deliveryPendingSQL, eventID), endpointID, eventID).Scan(&state, &job, &orphan)
 	if orphan {
 		err = q.DropOrphanDelivery(ctx, endpointID, eventID)
 	}
@@ -55,7 +55,7 @@ func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, job
 		return false, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
 	if err != nil {
-		return false, fmt.Errorf("delivery pending: %w", err)
+		return false, fmt.Errorf("delivery pending: %w", q.db.routeMissed(err))
 	}
 	return state == string(endpoint.Pending) && (job == 0 || job == jobID), nil
 }
@@ -66,8 +66,8 @@ func (q *Q) DeliveryPending(ctx context.Context, endpointID, eventID string, job
 // deliveries, but a fanout that read the endpoint before it went may write
 // one after, and the job of that delivery, finding no endpoint, drops it.
 func (q *Q) DropOrphanDelivery(ctx context.Context, endpointID, eventID string) error {
-	_, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2
-		AND NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = $1)`, endpointID, eventID)
+	_, err := q.exec(ctx, q.routed(`DELETE FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2
+		AND NOT EXISTS (SELECT 1 FROM hookd_endpoints e WHERE e.id = $1)`, eventID), endpointID, eventID)
 	if err != nil {
 		return fmt.Errorf("drop orphan delivery: %w", err)
 	}
@@ -126,7 +126,7 @@ func (db *DB) Reclaim(ctx context.Context) error {
 // the table.
 func (q *Q) OwnsJob(ctx context.Context, ownerID string, jobID int64, endpointID, eventID string) (bool, error) {
 	var one int
-	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND owner_id = $3 AND job_id = $4`,
+	err := q.queryRow(ctx, q.routed(`SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND owner_id = $3 AND job_id = $4`, eventID),
 		endpointID, eventID, ownerID, jobID).Scan(&one)
 	if NotFound(err) {
 		return false, nil

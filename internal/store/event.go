@@ -189,7 +189,7 @@ func (q *Q) keyLookup() string {
 
 // GetEvent returns one event of an owner ("" for any owner).
 func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, error) {
-	e, err := scanEvent(q.queryRow(ctx, `SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id, ownerID))
+	e, err := scanEvent(q.queryRow(ctx, q.routed(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id), id, ownerID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "event %q not found", id)
 	}

@@ -106,7 +106,7 @@ func globLike(g string) string {
 // EventDeliveries reads the owner's deliveries of one event (one per
 // endpoint it went to), through hookd_deliveries_event.
 func (q *Q) EventDeliveries(ctx context.Context, ownerID, eventID string) ([]*endpoint.Delivery, error) {
-	out, err := collect(ctx, q, scanDelivery, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE event_id = $1 AND owner_id = $2 ORDER BY endpoint_id`, eventID, ownerID)
+	out, err := collect(ctx, q, scanDelivery, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE event_id = $1 AND owner_id = $2 ORDER BY endpoint_id`, eventID), eventID, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("event deliveries: %w", err)
 	}

@@ -39,3 +39,13 @@ func LockForRestore(path string) (interface{ Release() error }, error) { return 
 
 // DeliveryLogSQL is ListDeliveriesWhere's statement and arguments.
 func DeliveryLogSQL(f DeliveryFilter) (string, []any) { return deliveryLogSQL(f) }
+
+// Routed is a statement about the events ids' rows as the store sends it:
+// naming their partitions where one holds them all (partition_route.go).
+func (db *DB) Routed(sql string, ids ...string) string { return db.Q().routed(sql, ids...) }
+
+// QueryRow reads one row in q (for tests that read inside a store
+// transaction).
+func (q *Q) QueryRow(ctx context.Context, sql string, args ...any) interface{ Scan(...any) error } {
+	return q.queryRow(ctx, sql, args...)
+}

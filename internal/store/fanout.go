@@ -30,7 +30,7 @@ func (q *Q) EndpointsWithDelivery(ctx context.Context, eventID string, endpointI
 	for len(endpointIDs) > 0 {
 		chunk := endpointIDs[:min(len(endpointIDs), 1000)]
 		endpointIDs = endpointIDs[len(chunk):]
-		ids, err := collect(ctx, q, scanOne[string], withDeliverySQL(len(chunk)), append([]any{eventID}, anys(chunk)...)...)
+		ids, err := collect(ctx, q, scanOne[string], q.routed(withDeliverySQL(len(chunk)), eventID), append([]any{eventID}, anys(chunk)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("endpoints with delivery: %w", err)
 		}
@@ -200,9 +200,9 @@ func (q *Q) TakeForFanout(ctx context.Context, eventID, ownerID string, endpoint
 		return q.takeForFanout(ctx, eventID, ownerID, endpointIDs, limit, now)
 	}
 	var b pgx.Batch
-	b.Queue(lockEventSQL, eventID)
+	b.Queue(q.routed(lockEventSQL, eventID), eventID)
 	if len(endpointIDs) > 0 {
-		b.Queue(withDeliverySQL(len(endpointIDs)), append([]any{eventID}, anys(endpointIDs)...)...)
+		b.Queue(q.routed(withDeliverySQL(len(endpointIDs)), eventID), append([]any{eventID}, anys(endpointIDs)...)...)
 	}
 	b.Queue(q.awaitingFanoutSQL(), ownerID, eventID, limit)
 	b.Queue(scopedTypesOf+effective, ownerID)
@@ -215,7 +215,7 @@ func (q *Q) TakeForFanout(ctx context.Context, eventID, ownerID string, endpoint
 		err = classify(cerr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("take for fanout: %w", err)
+		return nil, fmt.Errorf("take for fanout: %w", q.db.routeMissed(err))
 	}
 	return take, nil
 }
@@ -314,14 +314,14 @@ func (q *Q) ReadForFanout(ctx context.Context, eventID string) (*FanoutRead, err
 		return q.readForFanout(ctx, eventID)
 	}
 	var b pgx.Batch
-	b.Queue(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1`, eventID)
-	b.Queue(`SELECT `+ownerCols+` FROM hookd_owners WHERE id = `+eventOwner, eventID)
-	b.Queue(`SELECT `+endpointReadCols+` FROM hookd_endpoints WHERE owner_id = `+eventOwner+` AND enabled = true ORDER BY created_at, id`, eventID)
-	b.Queue(scopedTypesOf+effectiveFor(eventOwner), eventID)
+	b.Queue(q.routed(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1`, eventID), eventID)
+	b.Queue(q.routed(`SELECT `+ownerCols+` FROM hookd_owners WHERE id = `+eventOwner, eventID), eventID)
+	b.Queue(q.routed(`SELECT `+endpointReadCols+` FROM hookd_endpoints WHERE owner_id = `+eventOwner+` AND enabled = true ORDER BY created_at, id`, eventID), eventID)
+	b.Queue(q.routed(scopedTypesOf+effectiveFor(eventOwner), eventID), eventID)
 	br := batcher.SendBatch(ctx, &b)
 	read, err := scanFanoutRead(br, eventID)
 	if cerr := br.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("read for fanout: %w", classify(cerr))
+		err = fmt.Errorf("read for fanout: %w", q.db.routeMissed(classify(cerr)))
 	}
 	if err != nil {
 		return nil, err

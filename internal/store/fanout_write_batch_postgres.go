@@ -128,5 +128,7 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 		}
 		params = append(params, q.db.schema, payloads)
 	}
-	return stmt{sb.String(), params}
+	// One partition's tables, if its events are all in one (a fanout's
+	// own event and those it took along are mostly of one day).
+	return stmt{q.routed(sb.String(), append(slices.Clone(w.FannedOut), evs...)...), params}
 }

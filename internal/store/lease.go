@@ -59,10 +59,10 @@ func (q *Q) ReleaseLease(ctx context.Context, endpointID string, slot int, holde
 // eventID is the delivery's event ("": not known; see ofEvent).
 func (q *Q) ClaimDelivery(ctx context.Context, id, eventID string, attempts int, now, until int64) (bool, error) {
 	args := []any{id, attempts, now, until}
-	n, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = $4
-		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`+ofEvent(&args, eventID), args...)
+	n, err := q.exec(ctx, q.routed(`UPDATE hookd_deliveries SET claimed_until = $4
+		WHERE id = $1 AND `+stillPending+` AND attempts = $2 AND (claimed_until IS NULL OR claimed_until <= $3)`+ofEvent(&args, eventID), eventID), args...)
 	if err != nil {
-		return false, fmt.Errorf("claim delivery: %w", err)
+		return false, fmt.Errorf("claim delivery: %w", q.db.routeMissed(err))
 	}
 	return n == 1, nil
 }

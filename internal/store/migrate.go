@@ -61,6 +61,9 @@ func (db *DB) migratePostgres(ctx context.Context) error {
 	}
 	parts, err := db.Partitions(ctx)
 	db.partitioned = len(parts) > 0
+	if err == nil && db.partitioned {
+		err = db.readRoutes(ctx)
+	}
 	return err
 }
 

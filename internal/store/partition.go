@@ -370,7 +370,7 @@ func (db *DB) EnsurePartitionsFor(ctx context.Context, from, to time.Time) error
 			db.log.WarnContext(ctx, "an interval's ids are in the default partition; it gets no partition of its own", "from", lo, "to", hi)
 		}
 	}
-	return nil
+	return db.readRoutes(ctx)
 }
 
 // createPartition creates both tables' partitions of [lo, hi).
@@ -456,5 +456,5 @@ func (db *DB) DropExpiredPartitions(ctx context.Context, cutoff time.Time) (int,
 		}
 		dropped++
 	}
-	return dropped, nil
+	return dropped, db.readRoutes(ctx)
 }

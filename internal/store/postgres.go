@@ -344,7 +344,7 @@ func (d pgDialect) reclaim(ctx context.Context) error {
 // lockEvent: SELECT … FOR UPDATE SKIP LOCKED.
 func (pgDialect) lockEvent(ctx context.Context, q *Q, id string) (bool, error) {
 	var got string
-	err := q.queryRow(ctx, lockEventSQL, id).Scan(&got)
+	err := q.queryRow(ctx, q.routed(lockEventSQL, id), id).Scan(&got)
 	if NotFound(err) {
 		return false, nil // locked (or pruned: the fanout finds it gone next time)
 	}

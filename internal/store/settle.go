@@ -47,11 +47,11 @@ func (q *Q) RecordAttempt(ctx context.Context, a Attempt) error {
 		sent = 1
 	}
 	args := []any{a.DeliveryID, sent, a.Status, a.Error, string(a.State), a.NextAttemptAt, finished, a.Now, a.JobID}
-	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
+	_, err := q.exec(ctx, q.routed(`UPDATE hookd_deliveries SET claimed_until = NULL, attempts = attempts + $2, last_status = $3, last_error = $4, state = $5,
 		next_attempt_at = $6, finished_at = $7, updated_at = $8, job_id = CASE WHEN CAST($9 AS BIGINT) = 0 THEN job_id ELSE CAST($9 AS BIGINT) END WHERE id = $1`+
-		ofEvent(&args, a.EventID), args...)
+		ofEvent(&args, a.EventID), a.EventID), args...)
 	if err != nil {
-		return fmt.Errorf("record attempt: %w", err)
+		return fmt.Errorf("record attempt: %w", q.db.routeMissed(err))
 	}
 	return nil
 }
