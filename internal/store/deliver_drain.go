@@ -29,12 +29,15 @@ func fresh(alias string) string {
 // fresh for hookd_deliveries unaliased, and as d (attemptSelect).
 var freshAt2, freshAt2D = fresh(""), fresh("d.")
 
+// freshDueSQL is FreshDue's statement ($1 the endpoint, $2 now).
+var freshDueSQL = `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND ` + freshAt2 + ` LIMIT 1`
+
 // FreshDue reports whether the endpoint has a fresh delivery (pending,
 // never attempted, unclaimed) due at now: what FreshAttempts and
 // ClaimFresh would read.
 func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, error) {
 	var one int
-	err := q.queryRow(ctx, `SELECT 1 FROM hookd_deliveries WHERE endpoint_id = $1 AND `+freshAt2+` LIMIT 1`, endpointID, now).Scan(&one)
+	err := q.queryRow(ctx, q.routedFresh(freshDueSQL), endpointID, now).Scan(&one)
 	if NotFound(err) {
 		return false, nil
 	}
@@ -50,8 +53,8 @@ func (q *Q) FreshDue(ctx context.Context, endpointID string, now int64) (bool, e
 // of an exclusive lease, whom nobody else can send beside. after is as for
 // ClaimFresh.
 func (q *Q) FreshAttempts(ctx context.Context, endpointID, after string, limit int, now int64) ([]*AttemptInput, error) {
-	return q.attempts(ctx, "fresh attempts", attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
-		ORDER BY d.id LIMIT $3`, endpointID, now, limit, after)
+	return q.attempts(ctx, "fresh attempts", q.routedFresh(attemptSelect+`d.endpoint_id = $1 AND d.id > $4 AND `+freshAt2D+`
+		ORDER BY d.id LIMIT $3`), endpointID, now, limit, after)
 }
 
 // ClaimFresh claims up to limit of the endpoint's oldest fresh deliveries
@@ -67,11 +70,11 @@ func (q *Q) ClaimFresh(ctx context.Context, endpointID, after string, limit int,
 	// The candidates are picked once, in a materialized CTE: PostgreSQL may
 	// re-run an IN (… LIMIT … SKIP LOCKED) subquery per row and so claim
 	// more than limit.
-	ids, err := collect(ctx, q, scanOne[string], `WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
+	ids, err := collect(ctx, q, scanOne[string], q.routedFresh(`WITH c AS MATERIALIZED (SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND id > $5 AND `+freshAt2+`
 		            ORDER BY id LIMIT $4`+q.skipLocked()+`)
 		UPDATE hookd_deliveries SET claimed_until = $3
 		WHERE id IN (SELECT id FROM c) AND (claimed_until IS NULL OR claimed_until <= $2) AND `+stillPending+` AND attempts = 0
-		RETURNING id`, endpointID, now, until, limit, after)
+		RETURNING id`), endpointID, now, until, limit, after)
 	if err != nil {
 		return nil, fmt.Errorf("claim fresh deliveries: %w", err)
 	}
@@ -176,7 +179,7 @@ func (db *DB) RecordDrained(ctx context.Context, ds []Delivered, jobIDs []int64,
 // for their next fetch (at the latest the poll). No such delivery, or a job
 // already gone, is not an error.
 func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, notify bool) error {
-	return db.wake(ctx, db.wakeNextFreshSQL(), endpointID, now, notify)
+	return db.wake(ctx, db.Q().routedFresh(db.wakeNextFreshSQL()), endpointID, now, notify)
 }
 
 // WakeDeferred is WakeNextFresh for the oldest fresh delivery due whose job
@@ -190,7 +193,7 @@ func (db *DB) WakeNextFresh(ctx context.Context, endpointID string, now int64, n
 // the deferred deliveries, whose jobs a wake would only run to meet the
 // slot busy).
 func (db *DB) WakeDeferred(ctx context.Context, endpointID string, now int64) error {
-	return db.wake(ctx, db.wakeDeferredSQL(), endpointID, now, true)
+	return db.wake(ctx, db.Q().routedFresh(db.wakeDeferredSQL()), endpointID, now, true)
 }
 
 // wake makes the job whose id the query (on $1 the endpoint, $2 now) reads

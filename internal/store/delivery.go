@@ -93,6 +93,7 @@ func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) 
 // ResetDelivery puts a failed delivery back to pending under a new job,
 // with a fresh attempt budget (attempts counts the current job's attempts).
 func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) error {
+	q.db.freshMissed() // its event may be of any time
 	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, attempts = 0, finished_at = NULL, next_attempt_at = $3, updated_at = $3 WHERE id = $1 AND state = 'failed'`, id, jobID, now)
 	if err != nil {
 		return fmt.Errorf("reset delivery: %w", err)

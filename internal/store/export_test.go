@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Exec runs a statement in q (for tests that need a write of their own
 // inside a store transaction).
@@ -49,3 +52,16 @@ func (db *DB) Routed(sql string, ids ...string) string { return db.Q().routed(sq
 func (q *Q) QueryRow(ctx context.Context, sql string, args ...any) interface{ Scan(...any) error } {
 	return q.queryRow(ctx, sql, args...)
 }
+
+// RoutedFresh is a read of fresh deliveries by endpoint as the store sends
+// it (partition_route.go).
+func (db *DB) RoutedFresh(sql string) string { return db.Q().routedFresh(sql) }
+
+// ReadRoutesAt rereads the time partitions' routes, the fresh partition's
+// window around now.
+func (db *DB) ReadRoutesAt(ctx context.Context, now time.Time) error {
+	return db.readRoutesAt(ctx, now)
+}
+
+// FreshDueSQL is FreshDue's statement.
+var FreshDueSQL = freshDueSQL

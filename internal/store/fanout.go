@@ -87,6 +87,9 @@ func (q *Q) InsertDeliveries(ctx context.Context, ds []*endpoint.Delivery) ([]*e
 	for len(ds) > 0 {
 		chunk := ds[:min(perStmt, len(ds))]
 		ds = ds[len(chunk):]
+		for _, d := range chunk {
+			q.db.freshMade(d.EventID)
+		}
 		var sb strings.Builder
 		sb.WriteString(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, job_id, state, attempts, next_attempt_at, created_at, updated_at) VALUES `)
 		args := make([]any, 0, len(chunk)*11)

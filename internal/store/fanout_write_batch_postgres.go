@@ -130,5 +130,6 @@ func (q *Q) fanoutWriteStmt(w FanoutWrite) stmt {
 	}
 	// One partition's tables, if its events are all in one (a fanout's
 	// own event and those it took along are mostly of one day).
+	q.db.freshMade(evs...)
 	return stmt{q.routed(sb.String(), append(slices.Clone(w.FannedOut), evs...)...), params}
 }

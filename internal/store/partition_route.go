@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/oklog/ulid/v2"
 )
@@ -39,6 +41,11 @@ import (
 //     pending (DropExpiredPartitions), so only a finished delivery's
 //     lookup can meet one.
 //
+// The drains' reads by endpoint (FreshDue, FreshAttempts, ClaimFresh, the
+// wake-ups) go by no event: they name the one partition that may hold a
+// fresh delivery, when there is one (freshPartition), which in the
+// ordinary course is the current interval's.
+//
 // Only ids that are strictly "evt_" and a ULID are routed: their order as
 // bytes is their order under any collation PostgreSQL might compare the
 // bounds with (digits and capital letters only, one length). Any other
@@ -51,6 +58,9 @@ const routesMaxAge = time.Minute
 type partitionRoutes struct {
 	ranges []idRange // in order of lo
 	read   time.Time
+	// fresh is the suffix of the one partition that may hold a fresh
+	// delivery, "" when that is not one partition (freshPartition).
+	fresh string
 }
 
 // idRange is one partition's range of event ids, [lo, hi) ("" lo: every
@@ -93,16 +103,22 @@ type routedKey struct{ sql, suffix string }
 // statement (not their partitions', indexes' or hookd_event_keys).
 var partitionedName = regexp.MustCompile(`\bhookd_(events|deliveries)\b`)
 
-// readRoutes reads the partitions' ranges from the catalog.
+// readRoutes reads the partitions' ranges from the catalog, and which one
+// partition may hold a fresh delivery (freshPartition).
 func (db *DB) readRoutes(ctx context.Context) error {
+	return db.readRoutesAt(ctx, time.Now())
+}
+
+// readRoutesAt is readRoutes with the fresh partition's window around now.
+func (db *DB) readRoutesAt(ctx context.Context, now time.Time) error {
 	if db.Backend != Postgres {
 		return nil
 	}
+	r := &partitionRoutes{read: time.Now()} // before the reads: their age errs long
 	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
 	if err != nil {
 		return err
 	}
-	r := &partitionRoutes{read: time.Now()}
 	for _, p := range parts {
 		if p.Default || p.To.IsZero() {
 			continue
@@ -112,6 +128,9 @@ func (db *DB) readRoutes(ctx context.Context) error {
 			rg.lo = idBound(p.From)
 		}
 		r.ranges = append(r.ranges, rg)
+	}
+	if r.fresh, err = db.freshPartition(ctx, parts, r.ranges, now); err != nil {
+		return err
 	}
 	db.route.routes.Store(r)
 	// Forget the statements of partitions gone.
@@ -126,26 +145,12 @@ func (db *DB) readRoutes(ctx context.Context) error {
 
 // routeSuffix is the suffix of the partitions every id of ids lives in,
 // "" if they are not all in one known partition (or the tables are not
-// partitioned). Routes older than routesMaxAge are reread in the
-// background, one reread at a time, while the old ones serve: never on the
-// caller's path, whose transaction may hold a lock that every other pooled
-// connection waits for (a reread there could wait for a connection
-// forever). Close waits for a reread under way.
+// partitioned).
 func (db *DB) routeSuffix(ids ...string) string {
-	if db.Backend != Postgres || len(ids) == 0 {
+	if len(ids) == 0 {
 		return ""
 	}
-	r := db.route.routes.Load()
-	if (r == nil || time.Since(r.read) > routesMaxAge) && db.route.reading.CompareAndSwap(false, true) {
-		db.route.wg.Go(func() {
-			defer db.route.reading.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := db.readRoutes(ctx); err != nil {
-				db.log.WarnContext(ctx, "reading the time partitions failed; statements name the parent tables meanwhile", "error", err)
-			}
-		})
-	}
+	r := db.routes()
 	s := r.suffix(ids[0])
 	for _, id := range ids[1:] {
 		if s == "" || r.suffix(id) != s {
@@ -155,12 +160,58 @@ func (db *DB) routeSuffix(ids ...string) string {
 	return s
 }
 
+// routes are the routes as last read; if they are older than
+// routesMaxAge, a reread starts in the background, one at a time, while
+// the old ones serve: never on the caller's path, whose transaction may
+// hold a lock that every other pooled connection waits for (a reread
+// there could wait for a connection forever). Close waits for a reread
+// under way. A failed reread keeps the ranges, forgets the fresh
+// partition, and is tried again after routesMaxAge. Nil on SQLite.
+func (db *DB) routes() *partitionRoutes {
+	if db.Backend != Postgres {
+		return nil
+	}
+	r := db.route.routes.Load()
+	if (r == nil || time.Since(r.read) > routesMaxAge) && db.route.reading.CompareAndSwap(false, true) {
+		db.route.wg.Go(func() {
+			defer db.route.reading.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := db.readRoutes(ctx); err != nil {
+				db.log.WarnContext(ctx, "reading the time partitions failed; statements name the parent tables until the next try", "error", err)
+				kept := &partitionRoutes{read: time.Now()}
+				if r != nil {
+					kept.ranges = r.ranges
+				}
+				db.route.routes.Store(kept)
+			}
+		})
+	}
+	return r
+}
+
 // routed returns sql with hookd_events and hookd_deliveries replaced by
 // the partitions that hold the rows of the events ids (the statement must
 // touch no other event's rows), or sql itself where no one partition
 // does.
 func (q *Q) routed(sql string, ids ...string) string {
-	s := q.db.routeSuffix(ids...)
+	return q.routedTo(sql, q.db.routeSuffix(ids...))
+}
+
+// routedFresh returns sql, a read or claim of fresh deliveries (pending,
+// never attempted) by endpoint, with hookd_events and hookd_deliveries
+// replaced by the one partition that may hold them (freshPartition), or
+// sql itself where that is not one partition or not known for sure.
+func (q *Q) routedFresh(sql string) string {
+	r := q.db.routes()
+	if r == nil || time.Since(r.read) > freshTrusted {
+		return sql
+	}
+	return q.routedTo(sql, r.fresh)
+}
+
+// routedTo is sql naming the partitions of suffix s (sql itself for "").
+func (q *Q) routedTo(sql, s string) string {
 	if s == "" {
 		return sql
 	}
@@ -181,4 +232,83 @@ func (db *DB) routeMissed(err error) error {
 		db.route.routes.Store(&partitionRoutes{}) // read zero: the next statement has them reread
 	}
 	return err
+}
+
+// freshMargin is how far from now an event's time may be for its
+// deliveries to be made fresh in the ordinary course: a fanout runs
+// within moments of the publish, and the processes' clocks agree within
+// it.
+const freshMargin = 5 * time.Minute
+
+// freshTrusted is how long a reading's fresh partition is trusted: less
+// than freshMargin by more than routesMaxAge, so a reread that is late
+// (the database slow, a reread failing) never leaves the drains reading
+// the partition of a window now past.
+const freshTrusted = freshMargin - 2*routesMaxAge
+
+// freshPartition is the suffix of the one partition that may hold a
+// fresh delivery (pending, never attempted), which the drains' reads by
+// endpoint (FreshDue, FreshAttempts, ClaimFresh, the wake-ups) then name
+// instead of reading every partition's pending index: the partition that
+// holds every id within freshMargin of now, provided no other partition
+// (the legacy and the default included) holds a fresh delivery now. ""
+// when the window spans two partitions (near an interval's end) or
+// another one holds one. A fresh delivery made elsewhere after the
+// reading (a resend of an old delivery, a fanout of an event older than
+// the margin) is missed by the drains until the next reading, at most
+// routesMaxAge; its own job still sends it. The process that makes one
+// forgets its fresh partition at once (freshMissed).
+func (db *DB) freshPartition(ctx context.Context, parts []Partition, ranges []idRange, now time.Time) (string, error) {
+	lo, hi := idBound(now.Add(-freshMargin)), idBound(now.Add(freshMargin))
+	var window []string
+	for _, rg := range ranges {
+		if rg.lo < hi && rg.hi > lo {
+			window = append(window, rg.suffix)
+		}
+	}
+	if len(window) != 1 || window[0] == "legacy" {
+		return "", nil
+	}
+	// Every other partition: does it hold a fresh delivery? Each EXISTS
+	// reads that partition's pending index (few entries in an old one).
+	var checks []string
+	for _, p := range parts {
+		if p.Name != "hookd_deliveries_"+window[0] {
+			checks = append(checks, `EXISTS (SELECT 1 FROM `+pgx.Identifier{p.Name}.Sanitize()+` WHERE state = 'pending' AND attempts = 0)`)
+		}
+	}
+	if len(checks) > 0 {
+		var other bool
+		if err := db.base.queryRow(ctx, `SELECT `+strings.Join(checks, ` OR `)).Scan(&other); err != nil {
+			return "", fmt.Errorf("fresh deliveries outside the current partition: %w", err)
+		}
+		if other {
+			return "", nil
+		}
+	}
+	return window[0], nil
+}
+
+// freshMade is told the events of deliveries about to be made fresh: if
+// one is outside the fresh partition, it is forgotten (freshMissed).
+func (db *DB) freshMade(eventIDs ...string) {
+	r := db.route.routes.Load()
+	if r == nil || r.fresh == "" {
+		return
+	}
+	for _, id := range eventIDs {
+		if r.suffix(id) != r.fresh {
+			db.freshMissed()
+			return
+		}
+	}
+}
+
+// freshMissed forgets the fresh partition (the drains read every
+// partition again) until the routes are reread, which starts at once: a
+// delivery was made fresh, perhaps outside it.
+func (db *DB) freshMissed() {
+	if r := db.route.routes.Load(); r != nil && r.fresh != "" {
+		db.route.routes.Store(&partitionRoutes{ranges: r.ranges})
+	}
 }

@@ -16,11 +16,17 @@ import (
 // event's rows names that event's partitions (store/partition_route.go),
 // so PostgreSQL 15 locks one partition of each table, not all of them, in
 // the plan a connection caches.
-//   - The deliver job's and the fanout's statements, run through the
-//     store inside one transaction with generic plans forced, hold locks
-//     on one events and one deliveries partition, among 46 of each; the
-//     same statements about an event in the default partition, which no
-//     route names, lock them all (so the count can tell).
+//   - The drains' reads of fresh deliveries by endpoint name today's
+//     partition while no other holds a fresh delivery and the next five
+//     minutes are today's; a fresh delivery in the default partition, a
+//     window across midnight, and a resend of a delivery 40 days old
+//     (at once, and at the next reading) make them read every partition.
+//   - The deliver job's, a drain's and the fanout's statements, run
+//     through the store inside one transaction with generic plans
+//     forced, hold locks on one events and one deliveries partition,
+//     among 46 of each; the same statements about an event in the
+//     default partition, which no route names, lock them all (so the
+//     count can tell).
 //   - An id that is not strictly "evt_" and a ULID, events of two
 //     partitions, and an interval with no partition of its own are not
 //     routed.
@@ -73,9 +79,44 @@ func TestPartitionRouting(t *testing.T) {
 		}
 	}
 
+	// The drains' reads of fresh deliveries name today's partition only
+	// while no other partition holds one, and today's holds every id
+	// within five minutes of now.
+	noon := day0.Add(12 * time.Hour)
+	freshIn := func(at time.Time) string {
+		t.Helper()
+		must(t, s.db.ReadRoutesAt(s.ctx, at))
+		return s.db.RoutedFresh(store.FreshDueSQL)
+	}
+	if got := freshIn(noon); got != store.FreshDueSQL {
+		t.Errorf("with a fresh delivery in the default partition, the drains read %q, want every partition", got)
+	}
+	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, stray.ID)
+	todays := strings.Replace(store.FreshDueSQL, "hookd_deliveries", "hookd_deliveries_"+suffix, 1)
+	if got := freshIn(noon); got != todays {
+		t.Errorf("with fresh deliveries in today's partition only, the drains read %q, want %q", got, todays)
+	}
+	if got := freshIn(day0.Add(24*time.Hour - time.Minute)); got != store.FreshDueSQL {
+		t.Errorf("a minute before the day's end, the drains read %q, want every partition (the window spans two days)", got)
+	}
+	// A delivery of 40 days ago sent again is fresh in its own partition.
+	freshIn(noon)
+	s.exec(`UPDATE hookd_deliveries SET state = 'failed' WHERE event_id = $1`, old.ID)
+	oldDelivery, err := s.q.FindDelivery(s.ctx, ep.ID, old.ID)
+	must(t, err)
+	must(t, s.q.ResetDelivery(s.ctx, oldDelivery.ID, 0, ts(now)))
+	if got := s.db.RoutedFresh(store.FreshDueSQL); got != store.FreshDueSQL {
+		t.Errorf("right after a resend of an old delivery, the drains read %q, want every partition", got)
+	}
+	if got := freshIn(noon); got != store.FreshDueSQL {
+		t.Errorf("with the resent delivery pending 40 days back, the drains read %q, want every partition", got)
+	}
+	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, old.ID)
+	freshIn(noon)
+
 	// The locks: a store transaction, generic plans forced, each
-	// statement of the deliver job and of a fanout, then the partitions
-	// the transaction holds a lock on.
+	// statement of the deliver job, a drain and a fanout, then the
+	// partitions the transaction holds a lock on.
 	locked := func(ev string) (events, deliveries int) {
 		t.Helper()
 		err := s.db.InTx(s.ctx, store.TxOptions{}, func(q *store.Q) error {
@@ -105,6 +146,15 @@ func TestPartitionRouting(t *testing.T) {
 				return err
 			}
 			if _, err := q.LockEvent(s.ctx, ev); err != nil {
+				return err
+			}
+			if _, err := q.FreshDue(s.ctx, ep.ID, 4); err != nil {
+				return err
+			}
+			if _, err := q.FreshAttempts(s.ctx, ep.ID, "", 10, 4); err != nil {
+				return err
+			}
+			if _, err := q.ClaimFresh(s.ctx, ep.ID, "", 10, 4, 5); err != nil {
 				return err
 			}
 			return q.QueryRow(s.ctx, `SELECT count(DISTINCT c.oid) FILTER (WHERE c.relname ~ '^hookd_events_'), count(DISTINCT c.oid) FILTER (WHERE c.relname ~ '^hookd_deliveries_')

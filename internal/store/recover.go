@@ -48,6 +48,7 @@ func (q *Q) RecoverableDeliveries(ctx context.Context, w RecoverWindow, limit in
 // the owner asks to recover those too) back to pending under a new job,
 // with a fresh attempt budget.
 func (q *Q) ResetDeliveryFrom(ctx context.Context, id string, jobID, now int64) error {
+	q.db.freshMissed() // its event may be of any time
 	_, err := q.exec(ctx, `UPDATE hookd_deliveries SET state = 'pending', job_id = $2, attempts = 0, finished_at = NULL, next_attempt_at = $3, updated_at = $3
 		WHERE id = $1 AND state IN ('failed', 'delivered')`, id, jobID, now)
 	if err != nil {
