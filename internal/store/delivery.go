@@ -101,9 +101,11 @@ func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) erro
 	return nil
 }
 
-// PruneDeliveries deletes up to limit deliveries that finished before cutoff.
+// PruneDeliveries deletes up to limit deliveries that finished before
+// cutoff, except, on time-partitioned tables, those of the partition that
+// holds cutoff and after, which are dropped whole later (pruneRows).
 func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
+	n, err := q.pruneRows(ctx, "hookd_deliveries", "finished_at", cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}

@@ -312,3 +312,47 @@ func (db *DB) freshMissed() {
 		db.route.routes.Store(&partitionRoutes{ranges: r.ranges})
 	}
 }
+
+// pruneRows is retention's row loop for table (hookd_deliveries or
+// hookd_events), whose rows expire by col (finished_at, created_at): it
+// deletes up to limit rows expired at cutoff. On time-partitioned tables
+// it leaves the rows of the interval partition that holds the cutoff's
+// time, and of the ones after it, to their partitions' drop
+// (DropExpiredPartitions, once the whole interval is past the cutoff):
+// rows cross the cutoff continuously, so otherwise the loop would delete
+// every row one by one an interval before its partition went, the cost
+// the partitions exist to remove. A row is then kept up to one interval
+// past the window. The loop still reaches the partitions wholly before
+// that one (an expired interval kept for a pending delivery, the legacy)
+// through a bound on the event id that prunes the plan to them, and then
+// the default partition by name.
+func (q *Q) pruneRows(ctx context.Context, table, col string, cutoff int64, limit int) (int64, error) {
+	key := map[string]string{"hookd_deliveries": "event_id", "hookd_events": "id"}[table]
+	below := q.db.retentionBelow(cutoff)
+	if below == "" {
+		return q.exec(ctx, `DELETE FROM `+table+` WHERE id IN (SELECT id FROM `+table+` WHERE `+col+` < $1 ORDER BY `+col+` LIMIT $2)`, cutoff, limit)
+	}
+	n, err := q.exec(ctx, `DELETE FROM `+table+` WHERE `+key+` < $3 AND id IN (SELECT id FROM `+table+` WHERE `+col+` < $1 AND `+key+` < $3 ORDER BY `+col+` LIMIT $2)`, cutoff, limit, below)
+	if err != nil || n >= int64(limit) {
+		return n, err
+	}
+	def := table + "_default"
+	m, err := q.exec(ctx, `DELETE FROM `+def+` WHERE id IN (SELECT id FROM `+def+` WHERE `+col+` < $1 ORDER BY `+col+` LIMIT $2)`, cutoff, limit-int(n))
+	return n + m, err
+}
+
+// retentionBelow is the lowest event id of the interval partition that
+// holds cutoff's time ("" if none: not partitioned, or cutoff in the
+// legacy's range or the default's).
+func (db *DB) retentionBelow(cutoff int64) string {
+	r := db.routes()
+	if r == nil {
+		return ""
+	}
+	id := idBound(fromTS(cutoff))
+	i := sort.Search(len(r.ranges), func(i int) bool { return id < r.ranges[i].hi })
+	if i == len(r.ranges) || id < r.ranges[i].lo {
+		return ""
+	}
+	return r.ranges[i].lo // "" for the legacy
+}

@@ -185,3 +185,52 @@ func TestPartitionRouting(t *testing.T) {
 		t.Errorf("the lookup again: %v, want not found (through the parent)", err)
 	}
 }
+
+// TestPartitionRetentionRowLoop: on time-partitioned tables retention's
+// row loop (PruneDeliveries, PruneEvents) leaves the rows of the interval
+// partition that holds the cutoff to that partition's drop, and still
+// deletes the expired rows everywhere else: an expired interval kept for
+// a pending delivery (its finished rows), and the default partition.
+func TestPartitionRetentionRowLoop(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Postgres(t)
+	cfg.PartitionInterval = store.DefaultPartitionInterval
+	s := newBundle(t, dbtest.Open(t, cfg))
+	now := time.Now().UTC()
+	day0 := now.Truncate(24 * time.Hour)
+	must(t, s.db.EnsurePartitionsFor(s.ctx, day0.AddDate(0, 0, -10), day0))
+	s.owner("acme")
+	ep1, ep2 := s.endpoint("acme", 1), s.endpoint("acme", 1)
+	today := eventAt("acme", "", now)
+	kept := eventAt("acme", "", day0.AddDate(0, 0, -5).Add(12*time.Hour))
+	stray := eventAt("acme", "", now)
+	stray.ID = strings.ToLower(stray.ID) // the default partition's
+	for _, e := range []*event.Event{today, kept, stray} {
+		_, _, err := s.q.InsertEvent(s.ctx, e)
+		must(t, err)
+	}
+	s.insertDelivery(ep1.ID, today.ID, "delivered")
+	s.insertDelivery(ep1.ID, kept.ID, "pending")
+	s.insertDelivery(ep2.ID, kept.ID, "delivered")
+	s.insertDelivery(ep1.ID, stray.ID, "delivered")
+	// Everything finished and was created long before the cutoff.
+	s.exec(`UPDATE hookd_deliveries SET finished_at = 1 WHERE state = 'delivered'`)
+	s.exec(`UPDATE hookd_events SET created_at = 1`)
+	must(t, s.db.EnsurePartitions(s.ctx, now)) // rereads the partitions, as each retention pass does
+
+	cutoff := ts(now)
+	n, err := s.q.PruneDeliveries(s.ctx, cutoff, 100)
+	must(t, err)
+	left := s.count(`SELECT count(*) FROM hookd_deliveries WHERE state = 'delivered'`)
+	if n != 2 || left != 1 || s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, today.ID) != 1 {
+		t.Errorf("the row loop deleted %d deliveries, %d finished left; want the kept interval's and the default's deleted, today's left for its partition's drop", n, left)
+	}
+	if s.count(`SELECT count(*) FROM hookd_deliveries WHERE state = 'pending'`) != 1 {
+		t.Error("the row loop deleted a pending delivery")
+	}
+	n, err = s.q.PruneEvents(s.ctx, cutoff, 100)
+	must(t, err)
+	if n != 2 || s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, today.ID) != 1 {
+		t.Errorf("the row loop deleted %d events; want 2, today's left for its partition's drop", n)
+	}
+}
