@@ -28,6 +28,7 @@ const (
 	DefaultBusySnooze           = app.DefaultBusySnooze
 	DefaultRetention            = app.DefaultRetention
 	DefaultAuditRetention       = app.DefaultAuditRetention
+	DefaultPartitionInterval    = app.DefaultPartitionInterval
 	DefaultDrainMax             = app.DefaultDrainMax
 	DefaultOwnerShare           = app.DefaultOwnerShare
 	DefaultSlowAfter            = app.DefaultSlowAfter
@@ -143,11 +144,17 @@ type Config struct {
 	// (DefaultAuditRetention, one year).
 	AuditRetention time.Duration
 	// PartitionInterval, on PostgreSQL, partitions the event and
-	// delivery tables by time, one partition per interval (24h is a day),
-	// and retention then drops whole expired partitions instead of
-	// deleting rows (docs/design.md, "Retention"). 0 (the default) leaves
-	// the tables as they are. The change is one-way.
+	// delivery tables by time, one partition per interval (at least an
+	// hour; 0 is a day, DefaultPartitionInterval), and retention then
+	// drops whole expired partitions instead of deleting rows
+	// (docs/design.md, "Time partitions"). A database made by an older
+	// hookd is converted in place when hookd opens it. The change is
+	// one-way.
 	PartitionInterval time.Duration
+	// Unpartitioned leaves the event and delivery tables as they are: an
+	// unpartitioned database stays so (retention deletes rows), a
+	// partitioned one keeps its partitions.
+	Unpartitioned bool
 
 	// The timeouts, which must nest: HTTPTimeout < JobTimeout < LeaseFor,
 	// and JobTimeout < RescueStuckJobsAfter (Validate checks it).
@@ -220,7 +227,7 @@ func (c Config) app() app.Config {
 		Work:                    c.Work, Workers: c.Workers, SlowWorkers: c.SlowWorkers, OwnerShare: c.OwnerShare, SlowAfter: c.SlowAfter,
 		EventTypes: types, Catalogs: c.Catalogs, KeepCatalog: c.KeepCatalog, Scope: c.Scope.source(),
 		DefaultProfile: c.DefaultProfile, Retention: c.Retention, OIDC: oidc,
-		ConsoleKeySigninOff: c.ConsoleKeySigninOff, AuditRetention: c.AuditRetention, PartitionInterval: c.PartitionInterval,
+		ConsoleKeySigninOff: c.ConsoleKeySigninOff, AuditRetention: c.AuditRetention, PartitionInterval: c.PartitionInterval, Unpartitioned: c.Unpartitioned,
 		HTTPTimeout: c.HTTPTimeout, JobTimeout: c.JobTimeout, LeaseFor: c.LeaseFor, RescueStuckJobsAfter: c.RescueStuckJobsAfter,
 		BusySnooze: c.BusySnooze, DrainMax: c.DrainMax, FetchCooldown: c.FetchCooldown, FetchPollInterval: c.FetchPollInterval,
 		MetricsOwnerLabels: c.MetricsOwnerLabels, TracerProvider: c.TracerProvider,

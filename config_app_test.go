@@ -36,7 +36,7 @@ func TestConfigReachesApp(t *testing.T) {
 		},
 		DefaultProfile: "kwork", Retention: time.Hour,
 		OIDC:                &OIDCConfig{Issuer: "https://sso.example.com", ClientID: "c", ClientSecret: "s", RedirectURL: "r", Claim: "groups", OperatorValues: []string{"ops"}, AdminValues: map[string]string{"t": "acme"}},
-		ConsoleKeySigninOff: true, AuditRetention: 2 * time.Hour, PartitionInterval: 48 * time.Hour,
+		ConsoleKeySigninOff: true, AuditRetention: 2 * time.Hour, PartitionInterval: 48 * time.Hour, Unpartitioned: true,
 		HTTPTimeout: time.Second, JobTimeout: 2 * time.Second, LeaseFor: 3 * time.Second, RescueStuckJobsAfter: 4 * time.Second,
 		BusySnooze: time.Second, DrainMax: 7, FetchCooldown: time.Millisecond, FetchPollInterval: 2 * time.Millisecond,
 		MetricsOwnerLabels: true, TracerProvider: noop.NewTracerProvider(),

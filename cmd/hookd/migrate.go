@@ -49,7 +49,7 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 	var f dbFlags
 	f.register(fs.FlagSet)
 	dryRun := fs.Bool("dry-run", false, "print the SQL of the pending migrations; apply nothing")
-	partitionInterval := fs.String("partition-interval", envOr("HOOKD_PARTITION_INTERVAL", "0"), "PostgreSQL: partition the event and delivery tables by time, one partition per interval (e.g. 24h); one-way; 0 leaves them as they are (env HOOKD_PARTITION_INTERVAL)")
+	partitionInterval := fs.String("partition-interval", envOr("HOOKD_PARTITION_INTERVAL", "24h"), "PostgreSQL: partition the event and delivery tables by time, one partition per interval (at least 1h); an older database is converted in place, one-way; 0 leaves the tables as they are (env HOOKD_PARTITION_INTERVAL)")
 	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,9 +62,9 @@ func migrateUp(ctx context.Context, synopsis string, args []string, stdout, stde
 	if err != nil {
 		return fs.Errorf("%v", err)
 	}
-	interval, perr := time.ParseDuration(*partitionInterval)
-	if perr != nil || interval < 0 || (interval > 0 && interval < time.Hour) {
-		return fs.Errorf("--partition-interval %q: 0 (off) or a duration of at least 1h, e.g. 24h for daily partitions", *partitionInterval)
+	interval, err := parsePartitionInterval(*partitionInterval)
+	if err != nil {
+		return fs.Errorf("%v", err)
 	}
 	if err := dbadmin.MigratePartitioned(ctx, f.db, f.schema, interval, log); err != nil {
 		return err
@@ -176,4 +176,14 @@ func printPendingSQL(w io.Writer, ms []dbadmin.Migration, note string) error {
 	}
 	_, err := fmt.Fprintf(w, "\n-- %d migrations; nothing was applied (--dry-run)\n", n)
 	return err
+}
+
+// parsePartitionInterval reads --partition-interval: 0 (unpartitioned)
+// or a duration of at least an hour.
+func parsePartitionInterval(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d > 0 && d < time.Hour) {
+		return 0, fmt.Errorf("--partition-interval %q: a duration of at least 1h (24h, the default, for daily partitions), or 0 to leave the tables unpartitioned", v)
+	}
+	return d, nil
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/hookd/hookd/internal/store"
 )
 
-// TestPartitionIntervalFlag: `hookd migrate --partition-interval 24h`
-// partitions a PostgreSQL database's event and delivery tables, and an
-// interval that is not a duration of at least an hour is refused with
-// exit 2 and what to write instead, by migrate and by serve, before
-// anything is opened.
+// TestPartitionIntervalFlag: `hookd migrate` partitions a PostgreSQL
+// database's event and delivery tables by day unless told
+// `--partition-interval 0`, which leaves them unpartitioned; an interval
+// that is not a duration of at least an hour is refused with exit 2 and
+// what to write instead, by migrate and by serve, before anything is
+// opened.
 func TestPartitionIntervalFlag(t *testing.T) {
 	t.Parallel()
 	runIn := func(args ...string) (int, string) {
@@ -33,17 +34,25 @@ func TestPartitionIntervalFlag(t *testing.T) {
 		}
 	}
 
-	cfg := dbtest.Postgres(t)
-	if code, stderr := runIn("migrate", "--db", cfg.URL, "--schema", cfg.Schema, "--partition-interval", "24h"); code != 0 {
-		t.Fatalf("migrate --partition-interval 24h: exit %d, %s", code, stderr)
-	}
-	s, err := store.Open(context.Background(), store.Config{URL: cfg.URL, Schema: cfg.Schema, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	parts, err := s.Partitions(context.Background())
-	if err != nil || len(parts) != 5 {
-		t.Fatalf("after migrate --partition-interval 24h: %d partitions (%v), want 4 days and a default", len(parts), err)
+	for _, c := range []struct {
+		args  []string
+		parts int
+	}{
+		{nil, 5}, // 4 days and a default
+		{[]string{"--partition-interval", "0"}, 0},
+	} {
+		cfg := dbtest.Postgres(t)
+		if code, stderr := runIn(append([]string{"migrate", "--db", cfg.URL, "--schema", cfg.Schema}, c.args...)...); code != 0 {
+			t.Fatalf("migrate %v: exit %d, %s", c.args, code, stderr)
+		}
+		s, err := store.Open(context.Background(), store.Config{URL: cfg.URL, Schema: cfg.Schema, MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := s.Partitions(context.Background())
+		s.Close()
+		if err != nil || len(parts) != c.parts {
+			t.Errorf("after migrate %v: %d partitions (%v), want %d", c.args, len(parts), err, c.parts)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	slowWorkers := fs.Int("slow-workers", 0, "deliveries to slow endpoints in flight at once in this process, in a lane of their own (default: --workers)")
 	ownerShare := fs.Float64("owner-share", app.DefaultOwnerShare, "the part of the healthy lane's workers (and of the slow lane's, for slow endpoints) one owner may hold; the rest go to the slow lane or wait, spending no attempt (1: no cap)")
 	retention := fs.String("retention", envOr("HOOKD_RETENTION", app.DefaultRetention.String()), "keep finished deliveries and events this long, e.g. 720h for 30 days (at least 1m); a pending delivery is never pruned (env HOOKD_RETENTION)")
-	partitionInterval := fs.String("partition-interval", envOr("HOOKD_PARTITION_INTERVAL", "0"), "PostgreSQL: partition the event and delivery tables by time, one partition per interval (e.g. 24h), so retention drops whole partitions; one-way; 0 leaves them as they are (env HOOKD_PARTITION_INTERVAL)")
+	partitionInterval := fs.String("partition-interval", envOr("HOOKD_PARTITION_INTERVAL", "24h"), "PostgreSQL: partition the event and delivery tables by time, one partition per interval (at least 1h), so retention drops whole partitions; an older database is converted in place, one-way; 0 leaves the tables as they are (env HOOKD_PARTITION_INTERVAL)")
 	auditRetention := fs.String("audit-retention", envOr("HOOKD_AUDIT_RETENTION", app.DefaultAuditRetention.String()), "keep audit records this long, e.g. 8760h (deliveries and events have their own, shorter retention) (env HOOKD_AUDIT_RETENTION)")
 	var signin signinFlags
 	signin.register(fs.FlagSet)
@@ -134,9 +134,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if cfg.Retention, err = time.ParseDuration(*retention); err != nil {
 		return fs.Errorf("--retention %q: a duration, e.g. 720h for 30 days", *retention)
 	}
-	if cfg.PartitionInterval, err = time.ParseDuration(*partitionInterval); err != nil || cfg.PartitionInterval < 0 || (cfg.PartitionInterval > 0 && cfg.PartitionInterval < time.Hour) {
-		return fs.Errorf("--partition-interval %q: 0 (off) or a duration of at least 1h, e.g. 24h for daily partitions", *partitionInterval)
+	if cfg.PartitionInterval, err = parsePartitionInterval(*partitionInterval); err != nil {
+		return fs.Errorf("%v", err)
 	}
+	cfg.Unpartitioned = cfg.PartitionInterval == 0
 	if cfg.AuditRetention, err = time.ParseDuration(*auditRetention); err != nil {
 		return fs.Errorf("--audit-retention %q: a duration, e.g. 8760h for a year", *auditRetention)
 	}

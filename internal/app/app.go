@@ -62,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log, PartitionInterval: cfg.PartitionInterval})
+	db, err := store.Open(ctx, store.Config{URL: cfg.Database, Schema: cfg.Schema, Log: cfg.Log, PartitionInterval: cfg.partitionInterval()})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,9 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*App, error)
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	return build(ctx, store.FromPool(pool, cfg.Schema, cfg.Log), cfg)
+	db := store.FromPool(pool, cfg.Schema, cfg.Log)
+	db.PartitionOnMigrate(cfg.partitionInterval())
+	return build(ctx, db, cfg)
 }
 
 // OpenDB opens hookd on the caller's SQLite database (see OpenSQLite) and

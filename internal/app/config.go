@@ -20,6 +20,7 @@ import (
 	"github.com/hookd/hookd/internal/owner"
 	"github.com/hookd/hookd/internal/profile"
 	"github.com/hookd/hookd/internal/scope"
+	"github.com/hookd/hookd/internal/store"
 	"github.com/hookd/hookd/internal/version"
 )
 
@@ -39,6 +40,7 @@ const (
 	DefaultBusySnooze           = delivery.DefaultBusySnooze
 	DefaultRetention            = delivery.DefaultRetention
 	DefaultAuditRetention       = delivery.DefaultAuditRetention
+	DefaultPartitionInterval    = store.DefaultPartitionInterval
 	DefaultDrainMax             = delivery.DefaultDrainMax
 	DefaultOwnerShare           = delivery.DefaultOwnerShare
 	DefaultSlowAfter            = delivery.DefaultSlowAfter
@@ -81,8 +83,11 @@ type Config struct {
 	ConsoleKeySigninOff bool
 	AuditRetention      time.Duration
 	// PartitionInterval partitions the event and delivery tables by time
-	// on PostgreSQL (store.Config.PartitionInterval; 0: as they are).
+	// on PostgreSQL (store.Config.PartitionInterval), a day each
+	// (store.DefaultPartitionInterval) if 0; Unpartitioned leaves them as
+	// they are.
 	PartitionInterval time.Duration
+	Unpartitioned     bool
 
 	HTTPTimeout          time.Duration
 	JobTimeout           time.Duration
@@ -101,6 +106,14 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// partitionInterval is the store's PartitionInterval (0: as they are).
+func (c Config) partitionInterval() time.Duration {
+	if c.Unpartitioned {
+		return 0
+	}
+	return c.PartitionInterval
+}
+
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	c.Database = cmp.Or(c.Database, DefaultDatabase)
@@ -111,6 +124,9 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	if !c.Unpartitioned {
+		c.PartitionInterval = cmp.Or(c.PartitionInterval, DefaultPartitionInterval)
+	}
 	c.SlowWorkers = cmp.Or(c.SlowWorkers, c.Workers)
 	c.OwnerShare = cmp.Or(c.OwnerShare, DefaultOwnerShare)
 	c.SlowAfter = cmp.Or(c.SlowAfter, DefaultSlowAfter)
@@ -174,6 +190,9 @@ func (c Config) Validate() error {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative; use a positive duration or 0 for the default", label(d.name, d.flag), d.v)
 		}
+	}
+	if c.PartitionInterval > 0 && c.PartitionInterval < time.Hour {
+		return fmt.Errorf("%s %s is too short; use at least 1h, or 0 for a day (set Unpartitioned to leave the tables unpartitioned)", label("PartitionInterval", "--partition-interval"), c.PartitionInterval)
 	}
 	if c.Retention > 0 && c.Retention < time.Minute {
 		return fmt.Errorf("%s %s is too short; keep deliveries at least 1m (the pruner runs a tenth of it apart, at least every 10s)", label("Retention", "--retention"), c.Retention)

@@ -56,9 +56,11 @@ func PostgresURL(t testing.TB) string {
 func Postgres(t testing.TB) store.Config {
 	u := PostgresURL(t)
 	schema := NewSchema(t, u)
-	cfg := store.Config{URL: u, Schema: schema}
-	// HOOKD_TEST_PARTITION_INTERVAL (e.g. 24h) runs the PostgreSQL tests
-	// on time-partitioned tables (store/partition.go).
+	// Time-partitioned tables, as hookd makes them by default
+	// (store/partition.go); HOOKD_TEST_PARTITION_INTERVAL=0 runs the
+	// PostgreSQL tests on unpartitioned ones, as `serve
+	// --partition-interval 0` leaves them.
+	cfg := store.Config{URL: u, Schema: schema, PartitionInterval: store.DefaultPartitionInterval}
 	if v := os.Getenv("HOOKD_TEST_PARTITION_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -85,10 +86,18 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger) (*DB, error
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
 	db := newPostgresDB(pool, fg, cfg.Schema, log)
-	if cfg.PartitionInterval > 0 {
-		db.partitionInterval, db.partitionOn = cfg.PartitionInterval, true
-	}
+	db.PartitionOnMigrate(cfg.PartitionInterval)
 	return db, nil
+}
+
+// PartitionOnMigrate makes Migrate partition the event and delivery
+// tables by time, interval each, if they are not yet (0: leave them as
+// they are); Config.PartitionInterval, for a DB from FromPool. A no-op on
+// SQLite.
+func (db *DB) PartitionOnMigrate(interval time.Duration) {
+	if interval > 0 && db.Backend == Postgres {
+		db.partitionInterval, db.partitionOn = interval, true
+	}
 }
 
 func newPostgresDB(pool, fg *pgxpool.Pool, schema string, log *slog.Logger) *DB {
