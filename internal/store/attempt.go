@@ -25,12 +25,21 @@ type AttemptInput struct {
 // caller appends the WHERE clause. The owner's attributes are those the
 // event's fanout captured (the envelope's: every attempt sends the same
 // bytes), the current ones for an event fanned out before the capture.
-const attemptSelect = `SELECT
+// attemptSelectIndexed is the same read through an index the caller
+// names (a dialect's pendingIndex).
+const attemptSelect = attemptColumns + ` FROM hookd_deliveries d` + attemptJoins
+
+func attemptSelectIndexed(index string) string {
+	return attemptColumns + ` FROM hookd_deliveries d` + index + attemptJoins
+}
+
+const attemptColumns = `SELECT
 		d.id, d.owner_id, d.endpoint_id, d.event_id, d.event_type, d.job_id, d.state, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.updated_at, d.finished_at,
 		e.url, e.description, e.event_types, e.secret_sealed, e.scope_source, e.enabled, e.disabled_reason, e.failing_since, e.max_in_flight, e.created_at, e.updated_at, e.headers, e.rate_limit, e.ordered, e.trace_context, e.slow_since, e.transform_code,
 		o.profile, COALESCE(ev.owner_attributes, o.attributes), o.created_at,
-		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at
-	FROM hookd_deliveries d
+		ev.id, ev.type, ev.subject, ev.occurred_at, ev.data, ev.tenant, ev.endpoint_id, ev.idempotency_key, ev.created_at`
+
+const attemptJoins = `
 	JOIN hookd_endpoints e ON e.id = d.endpoint_id
 	JOIN hookd_owners o ON o.id = d.owner_id
 	LEFT JOIN hookd_events ev ON ev.id = d.event_id

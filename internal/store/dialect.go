@@ -42,12 +42,14 @@ type dialect interface {
 	// hookd_events' own unique key (SQLite).
 	eventKeys() bool
 	// pendingIndex follows hookd_deliveries (or its alias) in a read of an
-	// endpoint's pending deliveries in order of id, to make the engine
-	// read hookd_deliveries_pending. SQLite, with no statistics, takes the
-	// (endpoint_id, id) index of every delivery for such a read as soon as
-	// it has no range on id, and walks the endpoint's whole history from
-	// its oldest row to the first pending one: at 5 M deliveries a lease
-	// holder's wake-up read 250,000 rows, and delivering fell to 6/s.
+	// endpoint's pending deliveries, to make the engine read
+	// hookd_deliveries_pending. SQLite, with no statistics, weighs it
+	// alike with the (endpoint_id, id) index of every delivery, and took
+	// that one for such a read when it had no range on id (the wake-ups)
+	// or had to fetch the table's row anyway (FreshAttempts), walking the
+	// endpoint's whole history from its oldest row to the first pending
+	// one: at 5 M deliveries a read went through 250,000 rows, and
+	// delivering fell to 6–300/s.
 	pendingIndex() string
 	// bulkParams is the parameter style of a bulk statement that uses each
 	// parameter once, in order (paramStyle).

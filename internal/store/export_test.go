@@ -26,10 +26,13 @@ const (
 	HourlyOutcomesSQL   = hourlyOutcomesSQL
 )
 
-// WakeReadsSQL are the wake-ups' reads of an endpoint's oldest fresh
-// delivery ($1 the endpoint, $2 now), as db's engine runs them.
-func (db *DB) WakeReadsSQL() map[string]string {
-	return map[string]string{"WakeNextFresh": db.wakeNextFreshSQL(), "WakeDeferred": db.wakeDeferredSQL()}
+// FreshReadsSQL are the reads of an endpoint's fresh deliveries, as db's
+// engine runs them: the drain's (FreshDue, FreshAttempts, ClaimFresh) and
+// the wake-ups' ($1 the endpoint, $2 now; the others as their functions
+// say).
+func (db *DB) FreshReadsSQL() map[string]string {
+	return map[string]string{"FreshDue": db.freshDueSQL(), "FreshAttempts": db.freshAttemptsSQL(), "ClaimFresh": db.claimFreshSQL(),
+		"WakeNextFresh": db.wakeNextFreshSQL(), "WakeDeferred": db.wakeDeferredSQL()}
 }
 
 // WithDeliverySQL is EndpointsWithDelivery's statement for n endpoints ($1
@@ -62,6 +65,3 @@ func (db *DB) RoutedFresh(sql string) string { return db.Q().routedFresh(sql) }
 func (db *DB) ReadRoutesAt(ctx context.Context, now time.Time) error {
 	return db.readRoutesAt(ctx, now)
 }
-
-// FreshDueSQL is FreshDue's statement.
-var FreshDueSQL = freshDueSQL

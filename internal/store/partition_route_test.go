@@ -83,20 +83,21 @@ func TestPartitionRouting(t *testing.T) {
 	// while no other partition holds one, and today's holds every id
 	// within five minutes of now.
 	noon := day0.Add(12 * time.Hour)
+	freshDue := s.db.FreshReadsSQL()["FreshDue"]
 	freshIn := func(at time.Time) string {
 		t.Helper()
 		must(t, s.db.ReadRoutesAt(s.ctx, at))
-		return s.db.RoutedFresh(store.FreshDueSQL)
+		return s.db.RoutedFresh(freshDue)
 	}
-	if got := freshIn(noon); got != store.FreshDueSQL {
+	if got := freshIn(noon); got != freshDue {
 		t.Errorf("with a fresh delivery in the default partition, the drains read %q, want every partition", got)
 	}
 	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, stray.ID)
-	todays := strings.Replace(store.FreshDueSQL, "hookd_deliveries", "hookd_deliveries_"+suffix, 1)
+	todays := strings.Replace(freshDue, "hookd_deliveries", "hookd_deliveries_"+suffix, 1)
 	if got := freshIn(noon); got != todays {
 		t.Errorf("with fresh deliveries in today's partition only, the drains read %q, want %q", got, todays)
 	}
-	if got := freshIn(day0.Add(24*time.Hour - time.Minute)); got != store.FreshDueSQL {
+	if got := freshIn(day0.Add(24*time.Hour - time.Minute)); got != freshDue {
 		t.Errorf("a minute before the day's end, the drains read %q, want every partition (the window spans two days)", got)
 	}
 	// A delivery of 40 days ago sent again is fresh in its own partition.
@@ -105,10 +106,10 @@ func TestPartitionRouting(t *testing.T) {
 	oldDelivery, err := s.q.FindDelivery(s.ctx, ep.ID, old.ID)
 	must(t, err)
 	must(t, s.q.ResetDelivery(s.ctx, oldDelivery.ID, 0, ts(now)))
-	if got := s.db.RoutedFresh(store.FreshDueSQL); got != store.FreshDueSQL {
+	if got := s.db.RoutedFresh(freshDue); got != freshDue {
 		t.Errorf("right after a resend of an old delivery, the drains read %q, want every partition", got)
 	}
-	if got := freshIn(noon); got != store.FreshDueSQL {
+	if got := freshIn(noon); got != freshDue {
 		t.Errorf("with the resent delivery pending 40 days back, the drains read %q, want every partition", got)
 	}
 	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, old.ID)
