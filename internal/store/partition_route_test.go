@@ -35,22 +35,12 @@ import (
 //     delivery gone.
 func TestPartitionRouting(t *testing.T) {
 	t.Parallel()
-	cfg := dbtest.Postgres(t)
-	cfg.PartitionInterval = store.DefaultPartitionInterval
-	s := newBundle(t, dbtest.Open(t, cfg))
-	now := time.Now().UTC()
+	cfg, s, now := partitionedDays(t, 41)
 	day0 := now.Truncate(24 * time.Hour)
-	must(t, s.db.EnsurePartitionsFor(s.ctx, day0.AddDate(0, 0, -41), day0))
-	s.owner("acme")
 	ep := s.endpoint("acme", 1)
-	today := eventAt("acme", "", now)
-	stray := eventAt("acme", "", now)
-	stray.ID = strings.ToLower(stray.ID) // no route: the parent's, and the default partition's
+	today, stray := todayAndStray(now)
 	old := eventAt("acme", "", day0.AddDate(0, 0, -40).Add(time.Hour))
-	for _, e := range []*event.Event{today, stray, old} {
-		_, _, err := s.q.InsertEvent(s.ctx, e)
-		must(t, err)
-	}
+	s.insertEvents(today, stray, old)
 	s.insertDelivery(ep.ID, today.ID, "pending")
 	s.insertDelivery(ep.ID, stray.ID, "pending")
 	s.insertDelivery(ep.ID, old.ID, "delivered")
@@ -194,22 +184,12 @@ func TestPartitionRouting(t *testing.T) {
 // a pending delivery (its finished rows), and the default partition.
 func TestPartitionRetentionRowLoop(t *testing.T) {
 	t.Parallel()
-	cfg := dbtest.Postgres(t)
-	cfg.PartitionInterval = store.DefaultPartitionInterval
-	s := newBundle(t, dbtest.Open(t, cfg))
-	now := time.Now().UTC()
+	_, s, now := partitionedDays(t, 10)
 	day0 := now.Truncate(24 * time.Hour)
-	must(t, s.db.EnsurePartitionsFor(s.ctx, day0.AddDate(0, 0, -10), day0))
-	s.owner("acme")
 	ep1, ep2 := s.endpoint("acme", 1), s.endpoint("acme", 1)
-	today := eventAt("acme", "", now)
+	today, stray := todayAndStray(now)
 	kept := eventAt("acme", "", day0.AddDate(0, 0, -5).Add(12*time.Hour))
-	stray := eventAt("acme", "", now)
-	stray.ID = strings.ToLower(stray.ID) // the default partition's
-	for _, e := range []*event.Event{today, kept, stray} {
-		_, _, err := s.q.InsertEvent(s.ctx, e)
-		must(t, err)
-	}
+	s.insertEvents(today, kept, stray)
 	s.insertDelivery(ep1.ID, today.ID, "delivered")
 	s.insertDelivery(ep1.ID, kept.ID, "pending")
 	s.insertDelivery(ep2.ID, kept.ID, "delivered")
@@ -233,5 +213,36 @@ func TestPartitionRetentionRowLoop(t *testing.T) {
 	must(t, err)
 	if n != 2 || s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, today.ID) != 1 {
 		t.Errorf("the row loop deleted %d events; want 2, today's left for its partition's drop", n)
+	}
+}
+
+// partitionedDays is a PostgreSQL database partitioned by day, with the
+// partitions of the days days before today too and an owner "acme".
+func partitionedDays(t *testing.T, days int) (store.Config, *bundle, time.Time) {
+	cfg := dbtest.Postgres(t)
+	cfg.PartitionInterval = store.DefaultPartitionInterval
+	s := newBundle(t, dbtest.Open(t, cfg))
+	now := time.Now().UTC()
+	day0 := now.Truncate(24 * time.Hour)
+	must(t, s.db.EnsurePartitionsFor(s.ctx, day0.AddDate(0, 0, -days), day0))
+	s.owner("acme")
+	return cfg, s, now
+}
+
+// todayAndStray are two events of acme's at now: one with an id of now,
+// in today's partition, and one whose id is in lower case, which no
+// route names and which lives in the default partition.
+func todayAndStray(now time.Time) (today, stray *event.Event) {
+	today, stray = eventAt("acme", "", now), eventAt("acme", "", now)
+	stray.ID = strings.ToLower(stray.ID)
+	return today, stray
+}
+
+// insertEvents writes the events.
+func (s *bundle) insertEvents(evs ...*event.Event) {
+	s.t.Helper()
+	for _, e := range evs {
+		_, _, err := s.q.InsertEvent(s.ctx, e)
+		must(s.t, err)
 	}
 }
