@@ -32,6 +32,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.IntVar(&o.Noisy, "noisy", 0, "add another owner with this many endpoints that never answer (each attempt waits out the 10 s timeout), to measure the others beside an outage")
 	fs.DurationVar(&o.NoisyDelay, "noisy-delay", 0, "with --noisy: the noisy owner's receiver answers 200 after this long (a slow owner) instead of never (a dead one)")
 	fs.IntVar(&o.NoisyEvents, "noisy-events", 0, "events published to the noisy owner's endpoints before the run (default 10 with --noisy)")
+	fs.BoolVar(&o.Unpartitioned, "unpartitioned", false, "PostgreSQL: leave hookd's event and delivery tables unpartitioned, as serve --partition-interval 0 does (hookd partitions them by day otherwise)")
 	fs.IntVar(&o.Partitions, "partitions", 0, "PostgreSQL: create the time partitions of this many days before now ahead of the run, as a deployment that old has (30: a month's, the default retention)")
 	fs.IntVar(&o.Soak, "soak", 0, "fill the database with this many finished deliveries (over the last 25 days) before the run, and time the owner's API and console pages at that size (docs/performance.md, \"At volume\")")
 	fs.DurationVar(&o.PrunePass, "prune-pass", 0, "with --soak: after the fill, run two retention passes that each delete this much of the history's oldest end (e.g. 24h), the second beside a publish probe, and print their time, rows, batch times and I/O")

@@ -69,6 +69,10 @@ type Options struct {
 	// so the run measures hookd with a month's partitions, not the few a
 	// new database has (store/partition.go).
 	Partitions int
+	// Unpartitioned, on PostgreSQL, leaves hookd's event and delivery
+	// tables unpartitioned (serve --partition-interval 0); hookd
+	// partitions them by day otherwise.
+	Unpartitioned bool
 	// PrunePass, with Soak, runs two retention passes after the fill,
 	// each deleting this much of the history's oldest end, the second
 	// beside a publish probe, and measures them (prunepass.go).
@@ -226,6 +230,8 @@ func (o *Options) Validate() error {
 		return errors.New("--soak fills a history of HTTP deliveries: drop --publish-only and --destination")
 	case o.PrunePass < 0 || o.PrunePass > 0 && (o.Soak == 0 || 2*o.PrunePass >= soakSpan):
 		return fmt.Errorf("--prune-pass %v needs --soak and two passes' worth of history: at most %v", o.PrunePass, soakSpan/2)
+	case o.Unpartitioned && o.Partitions > 0:
+		return errors.New("--partitions needs the tables partitioned: drop --unpartitioned")
 	case o.Retention != 0 && o.Retention < time.Minute:
 		return fmt.Errorf("--retention %s: hookd keeps deliveries at least 1m", o.Retention)
 	case o.SampleEvery < 0:
@@ -319,6 +325,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if days := max(opts.Partitions, soakPartitionDays(opts.Soak)); days > 0 && db.engine == "postgres" {
 		step("partitions: %d days before now (where the tables are partitioned)", days)
 		if err := makePartitions(ctx, db, days); err != nil {
+			return res, fmt.Errorf("partitions: %w", err)
+		}
+	}
+	if db.engine == "postgres" {
+		if res.Partitions, err = countPartitions(ctx, db); err != nil {
 			return res, fmt.Errorf("partitions: %w", err)
 		}
 	}

@@ -17,24 +17,29 @@ import (
 )
 
 // TestRun runs a tiny bench on each engine and profile: every delivery
-// arrives, every signature verifies. Timings are not asserted.
+// arrives, every signature verifies. Timings are not asserted. On
+// PostgreSQL hookd's tables are partitioned by day (the current day, the
+// three after it and the default), or not with Unpartitioned.
 func TestRun(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name    string
-		db      func(t *testing.T) string
-		profile string
+		name          string
+		db            func(t *testing.T) string
+		profile       string
+		unpartitioned bool
+		partitions    int
 	}{
-		{"sqlite/standard", func(*testing.T) string { return "sqlite" }, bench.ProfileStandard},
-		{"sqlite/kwork", func(*testing.T) string { return "sqlite" }, bench.ProfileKwork},
-		{"postgres/standard", func(t *testing.T) string { return dbtest.PostgresURL(t) }, bench.ProfileStandard},
+		{"sqlite/standard", func(*testing.T) string { return "sqlite" }, bench.ProfileStandard, false, 0},
+		{"sqlite/kwork", func(*testing.T) string { return "sqlite" }, bench.ProfileKwork, false, 0},
+		{"postgres/standard", func(t *testing.T) string { return dbtest.PostgresURL(t) }, bench.ProfileStandard, false, 5},
+		{"postgres/unpartitioned", func(t *testing.T) string { return dbtest.PostgresURL(t) }, bench.ProfileStandard, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var progress strings.Builder
 			res, err := bench.Run(context.Background(), bench.Options{
-				DB: c.db(t), Events: 20, Endpoints: 3, Owners: 1, Profile: c.profile,
+				DB: c.db(t), Events: 20, Endpoints: 3, Owners: 1, Profile: c.profile, Unpartitioned: c.unpartitioned,
 				// The lease's 2 s snooze would make this test wait; it is
 				// not what is being checked here.
 				BusySnooze:   50 * time.Millisecond,
@@ -49,6 +54,9 @@ func TestRun(t *testing.T) {
 			t.Logf("\n%s", out.String())
 			if res.Expected != 60 {
 				t.Errorf("expected deliveries = %d, want 60 (20 events × 3 endpoints)", res.Expected)
+			}
+			if res.Partitions != c.partitions {
+				t.Errorf("the delivery table had %d partitions, want %d", res.Partitions, c.partitions)
 			}
 			if res.Lost != 0 || res.BadSignatures != 0 || res.Stray != 0 || res.Redone != 0 || !res.OK() {
 				t.Errorf("lost %d, bad signatures %d, stray %d, redone %d; want all 0", res.Lost, res.BadSignatures, res.Stray, res.Redone)
@@ -163,6 +171,7 @@ func TestValidate(t *testing.T) {
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Spawn: true, BusySnooze: time.Second},
 		{DB: "sqlite", Events: 1, Warmup: -1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1},
 		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Executable: "/bin/hookd"},
+		{DB: "sqlite", Events: 1, Endpoints: 1, Owners: 1, Profile: "standard", BatchSize: 1, Publishers: 1, Unpartitioned: true, Partitions: 30},
 	} {
 		if err := o.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", o)

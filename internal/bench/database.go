@@ -90,6 +90,17 @@ func pgURL(dbURL string) string {
 	return u.String()
 }
 
+// countPartitions is how many partitions hookd's delivery table has in db
+// (0: unpartitioned).
+func countPartitions(ctx context.Context, db *database) (int, error) {
+	st, err := store.Open(ctx, store.Config{URL: db.url, Schema: db.schema, MaxConns: 2})
+	if err != nil {
+		return 0, err
+	}
+	parts, err := st.Partitions(ctx)
+	return len(parts), errors.Join(err, st.Close())
+}
+
 // makePartitions creates the time partitions of the days days before now
 // in db, which hookd has migrated.
 func makePartitions(ctx context.Context, db *database, days int) error {

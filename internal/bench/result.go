@@ -14,6 +14,9 @@ type Result struct {
 	Machine Machine
 	// Engine is "sqlite" or "postgres".
 	Engine string
+	// Partitions is how many partitions hookd's delivery table had when
+	// the measured run began (PostgreSQL; 0: unpartitioned).
+	Partitions int
 	// Expected (event, endpoint) pairs; Received of them arrived at least
 	// once; Lost = Expected − Received.
 	Expected, Received, Lost int
@@ -126,6 +129,9 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	}
 	if o.BusySnooze > 0 {
 		knobs = append(knobs, "busy snooze "+o.BusySnooze.String())
+	}
+	if r.Engine == "postgres" {
+		knobs = append(knobs, fmt.Sprintf("%d time partitions", r.Partitions))
 	}
 	var b strings.Builder
 	line := func(name, format string, args ...any) {

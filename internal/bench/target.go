@@ -42,7 +42,7 @@ func startHookd(ctx context.Context, opts Options, db *database, p *plan) (*targ
 		Database: db.url, Schema: db.schema, MasterKey: key, EgressAllow: loopback,
 		Work: !opts.Spawn, Workers: opts.Workers,
 		FetchCooldown: opts.FetchCooldown, FetchPollInterval: opts.FetchPollInterval,
-		BusySnooze: opts.BusySnooze, Retention: opts.Retention,
+		BusySnooze: opts.BusySnooze, Retention: opts.Retention, Unpartitioned: opts.Unpartitioned,
 		Log: opts.Log,
 	}
 	h, err := hookd.Open(ctx, cfg)
@@ -167,6 +167,9 @@ func spawn(ctx context.Context, opts Options, db *database, key []byte, role str
 	}
 	if opts.Retention > 0 {
 		args = append(args, "--retention", opts.Retention.String())
+	}
+	if opts.Unpartitioned {
+		args = append(args, "--partition-interval", "0")
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "HOOKD_MASTER_KEY="+base64.StdEncoding.EncodeToString(key))
