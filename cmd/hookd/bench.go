@@ -35,7 +35,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.BoolVar(&o.Unpartitioned, "unpartitioned", false, "PostgreSQL: leave hookd's event and delivery tables unpartitioned, as serve --partition-interval 0 does (hookd partitions them by day otherwise)")
 	fs.IntVar(&o.Partitions, "partitions", 0, "PostgreSQL: create the time partitions of this many days before now ahead of the run, as a deployment that old has (30: a month's, the default retention)")
 	fs.IntVar(&o.Soak, "soak", 0, "fill the database with this many finished deliveries (over the last 25 days) before the run, and time the owner's API and console pages at that size (docs/performance.md, \"At volume\")")
-	fs.DurationVar(&o.PrunePass, "prune-pass", 0, "with --soak: after the fill, run two retention passes that each delete this much of the history's oldest end (e.g. 24h), the second beside a publish probe, and print their time, rows, batch times and I/O")
+	fs.DurationVar(&o.PrunePass, "prune-pass", 0, "with --soak: after the fill, run two retention passes that each delete this much of the history's oldest end (e.g. 24h), the second beside a publish probe, and print their time, rows, batch times and I/O; retention's row loop, so PostgreSQL's tables are left unpartitioned")
 	fs.DurationVar(&o.Retention, "retention", 0, "hookd's retention of finished deliveries (default its 30 days); minutes, with --rate and --series, make a steady state in which the window turns over many times")
 	fs.StringVar(&o.Series, "series", "", "sample the run (tables' size, deliveries/s, publish p99) into FILE.csv and a chart FILE.svg")
 	fs.DurationVar(&o.SampleEvery, "sample-every", 0, "with --series: the interval between samples (default 10s)")

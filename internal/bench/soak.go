@@ -328,7 +328,9 @@ func tableBytes(ctx context.Context, db *database) (int64, error) {
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	var n int64
-	q := "SELECT pg_total_relation_size($1::regclass) + pg_total_relation_size($2::regclass)"
+	// Every partition's (pg_partition_tree: a partitioned table's leaves,
+	// or an unpartitioned table itself).
+	q := "SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree($1::regclass)) + (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree($2::regclass))"
 	s := pgx.Identifier{db.schema}.Sanitize()
 	err = conn.QueryRow(ctx, q, s+".hookd_events", s+".hookd_deliveries").Scan(&n)
 	return n, err

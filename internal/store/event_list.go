@@ -36,17 +36,12 @@ const ListEventsSQL = `SELECT ` + eventCols + ` FROM hookd_events
 	ORDER BY created_at DESC, id DESC LIMIT $9`
 
 // ListEventsPartitionedSQL is ListEventsSQL where the tables are
-// partitioned by time: the window again as a range of ids ($10, $11), by
-// which PostgreSQL prunes to the window's partitions.
+// partitioned by time: the window's start again as an id ($10), by which
+// PostgreSQL prunes the partitions before the window.
 const ListEventsPartitionedSQL = `SELECT ` + eventCols + ` FROM hookd_events
 	WHERE owner_id = $1 AND created_at >= $2 AND created_at < $3 AND (created_at, id) < ($4, $5)
-	AND type LIKE $6 ESCAPE '\' AND substr(subject, 1, $7) = $8 AND id >= $10 AND id < $11
+	AND type LIKE $6 ESCAPE '\' AND substr(subject, 1, $7) = $8 AND id >= $10
 	ORDER BY created_at DESC, id DESC LIMIT $9`
-
-// idSlack is how far an event's id may be ahead of its created_at: an id
-// never goes back in time in a process (event.NewID), so under a burst
-// its millisecond can run a little ahead of the clock's.
-const idSlack = time.Minute
 
 // ListEvents reads f's page. The type glob becomes a LIKE pattern ('*' is
 // '%'; types are lowercase, so SQLite's case-blind LIKE and PostgreSQL's
@@ -68,11 +63,13 @@ func (q *Q) ListEvents(ctx context.Context, f EventFilter) ([]*event.Event, erro
 	if f.SubjectPrefix != "" {
 		add(`substr(subject, 1, $A) = $B`, utf8.RuneCountInString(f.SubjectPrefix), f.SubjectPrefix)
 	}
-	if lo, hi, ok := q.idWindow(f.Since, f.Until); ok {
-		// Partitioned: the window as ids too, so only its partitions are
-		// read. An event's id is of its created_at's millisecond or a
-		// little after (idSlack), never before.
-		add(`id >= $A AND id < $B`, lo, hi)
+	if since := time.UnixMicro(f.Since); q.db.partitioned && f.Since > 0 && since.Year() <= 9999 {
+		// Partitioned: the window's start as an id too, so the partitions
+		// before it are not read. An event's id is of its created_at's
+		// millisecond or after, never before; how far after is not
+		// bounded (event.NewID never goes back in time in a process,
+		// whose clock may have), so the window's end is not an id bound.
+		add(`id >= $A`, idBound(since))
 	}
 	args = append(args, f.Limit)
 	out, err := collect(ctx, q, func(r row) (*event.Event, error) { return scanEvent(r) }, `SELECT `+eventCols+` FROM hookd_events WHERE `+cond+
@@ -81,20 +78,6 @@ func (q *Q) ListEvents(ctx context.Context, f EventFilter) ([]*event.Event, erro
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return out, nil
-}
-
-// idWindow is the range of event ids of events created in [since, until)
-// (unix µs), where the tables are partitioned by id (ok false elsewhere,
-// or for a window past the ids' range).
-func (q *Q) idWindow(since, until int64) (lo, hi string, ok bool) {
-	if !q.db.partitioned {
-		return "", "", false
-	}
-	from, to := time.UnixMicro(max(since, 0)), time.UnixMicro(until).Add(idSlack)
-	if to.Year() > 9999 {
-		return "", "", false
-	}
-	return idBound(from), idBound(to), true
 }
 
 // globLike is an event-type glob as a LIKE pattern: '*' any run, '_'

@@ -65,3 +65,7 @@ func (db *DB) RoutedFresh(sql string) string { return db.Q().routedFresh(sql) }
 func (db *DB) ReadRoutesAt(ctx context.Context, now time.Time) error {
 	return db.readRoutesAt(ctx, now)
 }
+
+// EndFreshHold ends the minute for which freshMissed keeps the drains off
+// their one partition.
+func (db *DB) EndFreshHold() { db.route.freshHeld.Store(0) }

@@ -93,8 +93,11 @@ func strictEventID(id string) bool {
 type router struct {
 	routes  atomic.Pointer[partitionRoutes]
 	reading atomic.Bool
-	wg      sync.WaitGroup // the reread under way
-	texts   sync.Map       // routedKey → the statement with partitions named
+	// freshHeld is when (unix ns) a reading may record a fresh partition
+	// again after freshMissed.
+	freshHeld atomic.Int64
+	wg        sync.WaitGroup // the reread under way
+	texts     sync.Map       // routedKey → the statement with partitions named
 }
 
 type routedKey struct{ sql, suffix string }
@@ -129,8 +132,10 @@ func (db *DB) readRoutesAt(ctx context.Context, now time.Time) error {
 		}
 		r.ranges = append(r.ranges, rg)
 	}
-	if r.fresh, err = db.freshPartition(ctx, parts, r.ranges, now); err != nil {
-		return err
+	if time.Now().UnixNano() >= db.route.freshHeld.Load() {
+		if r.fresh, err = db.freshPartition(ctx, parts, r.ranges, now); err != nil {
+			return err
+		}
 	}
 	db.route.routes.Store(r)
 	// Forget the statements of partitions gone.
@@ -305,11 +310,13 @@ func (db *DB) freshMade(eventIDs ...string) {
 }
 
 // freshMissed forgets the fresh partition (the drains read every
-// partition again) until the routes are reread, which starts at once: a
-// delivery was made fresh, perhaps outside it.
+// partition again) for routesMaxAge: a delivery is being made fresh,
+// perhaps outside it. Not until a reread, which could run before the
+// write that made it commits, and not see it.
 func (db *DB) freshMissed() {
+	db.route.freshHeld.Store(time.Now().Add(routesMaxAge).UnixNano())
 	if r := db.route.routes.Load(); r != nil && r.fresh != "" {
-		db.route.routes.Store(&partitionRoutes{ranges: r.ranges})
+		db.route.routes.Store(&partitionRoutes{ranges: r.ranges, read: r.read})
 	}
 }
 

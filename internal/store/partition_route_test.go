@@ -19,8 +19,10 @@ import (
 //   - The drains' reads of fresh deliveries by endpoint name today's
 //     partition while no other holds a fresh delivery and the next five
 //     minutes are today's; a fresh delivery in the default partition, a
-//     window across midnight, and a resend of a delivery 40 days old
-//     (at once, and at the next reading) make them read every partition.
+//     window across midnight, a resend of a delivery 40 days old (at
+//     once, and for a minute after), and a fresh delivery 40 days old
+//     another process made (at the next reading) make them read every
+//     partition.
 //   - The deliver job's, a drain's and the fanout's statements, run
 //     through the store inside one transaction with generic plans
 //     forced, hold locks on one events and one deliveries partition,
@@ -99,11 +101,21 @@ func TestPartitionRouting(t *testing.T) {
 	if got := s.db.RoutedFresh(freshDue); got != freshDue {
 		t.Errorf("right after a resend of an old delivery, the drains read %q, want every partition", got)
 	}
+	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, old.ID)
 	if got := freshIn(noon); got != freshDue {
-		t.Errorf("with the resent delivery pending 40 days back, the drains read %q, want every partition", got)
+		t.Errorf("a reading within a minute of the resend (which may run before the resend commits) has the drains read %q, want every partition", got)
+	}
+	s.db.EndFreshHold()
+	// A fresh delivery 40 days back that this process did not make (the
+	// reading finds it).
+	s.exec(`UPDATE hookd_deliveries SET state = 'pending', attempts = 0 WHERE event_id = $1`, old.ID)
+	if got := freshIn(noon); got != freshDue {
+		t.Errorf("with a fresh delivery pending 40 days back, the drains read %q, want every partition", got)
 	}
 	s.exec(`UPDATE hookd_deliveries SET state = 'delivered' WHERE event_id = $1`, old.ID)
-	freshIn(noon)
+	if got := freshIn(noon); got != todays {
+		t.Errorf("with fresh deliveries in today's partition only again, the drains read %q, want %q", got, todays)
+	}
 
 	// The locks: a store transaction, generic plans forced, each
 	// statement of the deliver job, a drain and a fanout, then the
