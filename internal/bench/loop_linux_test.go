@@ -235,9 +235,12 @@ func TestLoopConnectionClose(t *testing.T) {
 	if !strings.Contains(tp.written(), "Transfer-Encoding: chunked") {
 		t.Error("the server chunked no answer; the test no longer covers chunked answers")
 	}
-	// 2 connections, and one more for each of the 5 answers that closed one.
-	if n := tp.accepted(); n != 7 {
-		t.Errorf("server accepted %d connections, want 7", n)
+	// 2 connections, and one more for each of the 5 answers that closed
+	// one, but perhaps the last: a publisher whose connection closed opens
+	// another only for its next request, and the other may have taken
+	// the last ones.
+	if n := tp.accepted(); n < 6 || n > 7 {
+		t.Errorf("server accepted %d connections, want 7 (or 6: no request left after the last close)", n)
 	}
 }
 
