@@ -258,3 +258,31 @@ func (s *bundle) insertEvents(evs ...*event.Event) {
 		must(s.t, err)
 	}
 }
+
+// TestPartitionOnMigrate: a DB opened without a partition interval (as
+// FromPool's, the library's pool) partitions its tables when told so
+// before Migrate, on PostgreSQL; SQLite is not partitioned.
+func TestPartitionOnMigrate(t *testing.T) {
+	t.Parallel()
+	for _, e := range dbtest.Backends() {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := e.Config(t)
+			cfg.PartitionInterval = 0
+			db, err := store.Open(t.Context(), cfg)
+			must(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			db.PartitionOnMigrate(store.DefaultPartitionInterval)
+			must(t, db.Migrate(t.Context()))
+			parts, err := db.Partitions(t.Context())
+			must(t, err)
+			want := 5 // today, the three days after it, the default
+			if db.Pool() == nil {
+				want = 0
+			}
+			if len(parts) != want {
+				t.Errorf("%d partitions after Migrate, want %d", len(parts), want)
+			}
+		})
+	}
+}
