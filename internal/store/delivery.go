@@ -102,10 +102,12 @@ func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) erro
 }
 
 // PruneDeliveries deletes up to limit deliveries that finished before
-// cutoff, except, on time-partitioned tables, those of the partition that
-// holds cutoff and after, which are dropped whole later (pruneRows).
+// cutoff. On time-partitioned tables too: retention is exact (kwork's
+// log deletes finished records 30 days after), so the rows of the
+// partition that holds the cutoff are deleted one by one rather than left
+// to its drop, which then takes what is left.
 func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.pruneRows(ctx, "hookd_deliveries", "finished_at", cutoff, limit)
+	n, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}

@@ -196,11 +196,10 @@ func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, err
 	return e, err
 }
 
-// PruneEvents deletes up to limit events created before cutoff (but, on
-// time-partitioned tables, those of partitions dropped whole later:
-// pruneRows); it returns how many it deleted.
+// PruneEvents deletes up to limit events created before cutoff; it returns
+// how many it deleted.
 func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.pruneRows(ctx, "hookd_events", "created_at", cutoff, limit)
+	n, err := q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)
 	}

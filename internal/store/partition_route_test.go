@@ -189,45 +189,6 @@ func TestPartitionRouting(t *testing.T) {
 	}
 }
 
-// TestPartitionRetentionRowLoop: on time-partitioned tables retention's
-// row loop (PruneDeliveries, PruneEvents) leaves the rows of the interval
-// partition that holds the cutoff to that partition's drop, and still
-// deletes the expired rows everywhere else: an expired interval kept for
-// a pending delivery (its finished rows), and the default partition.
-func TestPartitionRetentionRowLoop(t *testing.T) {
-	t.Parallel()
-	_, s, now := partitionedDays(t, 10)
-	day0 := now.Truncate(24 * time.Hour)
-	ep1, ep2 := s.endpoint("acme", 1), s.endpoint("acme", 1)
-	today, stray := todayAndStray(now)
-	kept := eventAt("acme", "", day0.AddDate(0, 0, -5).Add(12*time.Hour))
-	s.insertEvents(today, kept, stray)
-	s.insertDelivery(ep1.ID, today.ID, "delivered")
-	s.insertDelivery(ep1.ID, kept.ID, "pending")
-	s.insertDelivery(ep2.ID, kept.ID, "delivered")
-	s.insertDelivery(ep1.ID, stray.ID, "delivered")
-	// Everything finished and was created long before the cutoff.
-	s.exec(`UPDATE hookd_deliveries SET finished_at = 1 WHERE state = 'delivered'`)
-	s.exec(`UPDATE hookd_events SET created_at = 1`)
-	must(t, s.db.EnsurePartitions(s.ctx, now)) // rereads the partitions, as each retention pass does
-
-	cutoff := ts(now)
-	n, err := s.q.PruneDeliveries(s.ctx, cutoff, 100)
-	must(t, err)
-	left := s.count(`SELECT count(*) FROM hookd_deliveries WHERE state = 'delivered'`)
-	if n != 2 || left != 1 || s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, today.ID) != 1 {
-		t.Errorf("the row loop deleted %d deliveries, %d finished left; want the kept interval's and the default's deleted, today's left for its partition's drop", n, left)
-	}
-	if s.count(`SELECT count(*) FROM hookd_deliveries WHERE state = 'pending'`) != 1 {
-		t.Error("the row loop deleted a pending delivery")
-	}
-	n, err = s.q.PruneEvents(s.ctx, cutoff, 100)
-	must(t, err)
-	if n != 2 || s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, today.ID) != 1 {
-		t.Errorf("the row loop deleted %d events; want 2, today's left for its partition's drop", n)
-	}
-}
-
 // partitionedDays is a PostgreSQL database partitioned by day, with the
 // partitions of the days days before today too and an owner "acme".
 func partitionedDays(t *testing.T, days int) (store.Config, *bundle, time.Time) {
