@@ -76,9 +76,9 @@ type Options struct {
 	// PrunePass, with Soak, runs two retention passes after the fill,
 	// each deleting this much of the history's oldest end, the second
 	// beside a publish probe, and measures them (prunepass.go). It
-	// measures retention's row loop, so on PostgreSQL the tables are left
-	// unpartitioned (Unpartitioned): partitioned, retention drops whole
-	// days instead and the loop finds nothing to delete.
+	// measures retention's row loop on unpartitioned tables
+	// (Unpartitioned), as its documented figures were taken; on
+	// partitioned ones a pass may also drop whole days.
 	PrunePass time.Duration
 	// Retention is hookd's (0: its 30 days); minutes make a steady state
 	// in which the window turns over many times during the run.
