@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookd/hookd/internal/store"
 )
 
 // TestReclaim: with a retention pass and Reclaim after each batch of
@@ -11,7 +14,10 @@ import (
 // pruned rows' space, whether or not PostgreSQL's autovacuum runs (it is
 // off on the CI machine's server, and its default threshold waits for a
 // fifth of the table). A B-tree page emptied by one pass is recycled by
-// the next, so the size is compared one round later.
+// the next, so the size is compared one round later. VACUUM removes a
+// dead row only once no transaction of the whole server (another test's,
+// another package's) may still see it, so each round waits for the
+// transactions older than its deletes first.
 func TestReclaim(t *testing.T) {
 	t.Parallel()
 	setup(t, func(t *testing.T, s *bundle) {
@@ -36,12 +42,13 @@ func TestReclaim(t *testing.T) {
 				must(t, s.db.SQLDB().QueryRowContext(s.ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n))
 			}
 			for {
-				pruned, err := s.q.PruneDeliveries(s.ctx, 2, 1000)
+				pruned, err := s.q.PruneDeliveries(s.ctx, 2, store.IDRange{}, 1000)
 				must(t, err)
 				if pruned < 1000 {
 					break
 				}
 			}
+			s.waitVacuumHorizon()
 			must(t, s.db.Reclaim(s.ctx))
 			return n
 		}
@@ -50,4 +57,26 @@ func TestReclaim(t *testing.T) {
 			t.Fatalf("4,000 rows a round, each pruned before the next: the table took %v bytes; after the second round it should not grow", sizes)
 		}
 	})
+}
+
+// waitVacuumHorizon waits, up to 20 s, until no other transaction on the
+// PostgreSQL server began before now: until then VACUUM keeps the rows
+// deleted since, which every transaction open before may still see.
+func (s *bundle) waitVacuumHorizon() {
+	s.t.Helper()
+	pool := s.db.Pool()
+	if pool == nil {
+		return
+	}
+	var now time.Time
+	must(s.t, pool.QueryRow(s.ctx, `SELECT clock_timestamp()`).Scan(&now))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var older int
+		must(s.t, pool.QueryRow(s.ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL AND xact_start < $1`, now).Scan(&older))
+		if older == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // polling the server's own view: no signal to wait on
+	}
 }
