@@ -209,11 +209,13 @@ func TestKworkRetention(t *testing.T) {
 		recent := shop.publishFor("order.ok", "acme_corp", `{}`)
 		shop.waitDelivery(epOK.ID, recent, wait, func(d deliveryOut) bool { return d.State == "delivered" })
 
-		// Past 30 days: the two finished records go; the pending one and the
-		// recent one stay.
+		// Past 30 days: the two finished records go from the log at once; the
+		// pending one and the recent one stay. Their rows are deleted now, or
+		// (PostgreSQL's daily partitions) with the partition that holds the
+		// cutoff, which the row loop leaves to its drop.
 		b.clock.Advance(2 * time.Hour)
-		if n := prune(); n != 2 {
-			t.Fatalf("pruned %d records, want the 2 finished over 30 days ago", n)
+		if n := prune(); n != 2 && (backend.Name == "sqlite" || n != 0) {
+			t.Fatalf("pruned %d records, want the 2 finished over 30 days ago (or, partitioned, none yet)", n)
 		}
 		if got := ids(epOK.ID); !slices.Equal(got, []string{recent}) {
 			t.Fatalf("subscription log after 30 days: %v, want only %s", got, recent)
@@ -223,6 +225,13 @@ func TestKworkRetention(t *testing.T) {
 		}
 		if got := shop.deliveries(epRetry.ID); len(got) != 1 || got[0].EventID != pending || got[0].State != "pending" {
 			t.Fatalf("unfinished record: %+v", got)
+		}
+
+		// A day later no row of them is left, whatever the layout.
+		b.clock.Advance(25 * time.Hour)
+		prune()
+		if n := dbtest.Count(t, b.h.DB, `SELECT count(*) FROM hookd_deliveries WHERE event_id IN ($1, $2)`, delivered, failed); n != 0 {
+			t.Fatalf("%d rows of the expired records left a day after they expired", n)
 		}
 
 		// Deleting a subscription deletes its records at once, finished or not.

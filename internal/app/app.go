@@ -119,6 +119,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 	profiles := profile.Default()
+	db.KeepFor(cfg.Retention, cfg.Now) // reads hide what retention expired
 	if err := db.Migrate(ctx); err != nil {
 		return nil, err
 	}

@@ -156,9 +156,6 @@ func (o *Options) defaults() {
 	if o.DB == "" {
 		o.DB = "sqlite"
 	}
-	if o.PrunePass > 0 {
-		o.Unpartitioned = true // the row loop is what it measures
-	}
 	if o.Events == 0 {
 		o.Events = 1000
 	}

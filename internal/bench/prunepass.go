@@ -59,7 +59,13 @@ type PrunePassResult struct {
 	CPU                   time.Duration   // this process's (SQLite: the pass runs here)
 	ReadBytes, WriteBytes int64           // /proc/…/io of the pass's process or backends (-1: unreadable)
 	WALBytes              int64           // PostgreSQL's WAL written during the pass
-	FileBefore, FileAfter int64           // SQLite file + WAL
+	// PostgreSQL's time partitions: how many the pass dropped, each
+	// drop's time (its DROP statements), and the rows gone with them
+	// (the deliveries counted before and after, less the row loop's).
+	PartitionsDropped     int
+	Drops                 []time.Duration
+	DroppedRows           int64
+	FileBefore, FileAfter int64 // SQLite file + WAL
 	// Probe: publish request times just before the pass (Base) and
 	// during it (During); only on the loaded pass.
 	ProbeBase, ProbeDuring []time.Duration
@@ -67,8 +73,8 @@ type PrunePassResult struct {
 
 // stmtTimes collects the pass's statement times.
 type stmtTimes struct {
-	mu               sync.Mutex
-	deletes, reclaim []time.Duration
+	mu                      sync.Mutex
+	deletes, reclaim, drops []time.Duration
 }
 
 func (t *stmtTimes) add(sql string, d time.Duration) {
@@ -80,15 +86,34 @@ func (t *stmtTimes) add(sql string, d time.Duration) {
 		t.deletes = append(t.deletes, d)
 	case strings.HasPrefix(s, "PRAGMA incremental_vacuum"), strings.HasPrefix(s, "VACUUM"):
 		t.reclaim = append(t.reclaim, d)
+	case strings.HasPrefix(s, "DROP TABLE"):
+		t.drops = append(t.drops, d)
 	}
 }
 
-func (t *stmtTimes) take() (deletes, reclaim []time.Duration) {
+func (t *stmtTimes) take() (deletes, reclaim, drops []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	deletes, reclaim = t.deletes, t.reclaim
-	t.deletes, t.reclaim = nil, nil
-	return deletes, reclaim
+	deletes, reclaim, drops = t.deletes, t.reclaim, t.drops
+	t.deletes, t.reclaim, t.drops = nil, nil, nil
+	return deletes, reclaim, drops
+}
+
+// layout is the delivery table's partition count (0: unpartitioned or
+// SQLite) and its row count, outside the pass's timing.
+func (p *passDB) layout(ctx context.Context) (parts int, rows int64, err error) {
+	if p.pool == nil {
+		return 0, 0, nil
+	}
+	ps, err := p.db.Partitions(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(ps) == 0 {
+		return 0, 0, nil
+	}
+	err = p.pool.QueryRow(ctx, `SELECT count(*) FROM hookd_deliveries`).Scan(&rows)
+	return len(ps), rows, err
 }
 
 // passDB is the pass's own connection to the run's database.
@@ -373,12 +398,15 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 	svc := delivery.New(delivery.Config{DB: pd.db, Retention: retention, Log: opts.Log})
 	var r PrunePassResult
 	r.FileBefore = sqliteFileBytes(db)
+	parts0, rows0, err := pd.layout(ctx)
+	if err != nil {
+		return r, fmt.Errorf("prune pass: %w", err)
+	}
 	pd.times.take()
 	rd0, wr0 := pd.io()
 	wal0 := pd.walLSN(ctx)
 	cpu0, _ := selfCPU()
 	start := time.Now()
-	var err error
 	r.Deliveries, r.Events, err = svc.Prune(ctx)
 	r.Took = time.Since(start)
 	if err != nil {
@@ -394,8 +422,15 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 	if wal0 > 0 {
 		r.WALBytes = pd.walLSN(ctx) - wal0
 	}
-	r.Batches, r.ReclaimSteps = pd.times.take()
+	r.Batches, r.ReclaimSteps, r.Drops = pd.times.take()
 	r.FileAfter = sqliteFileBytes(db)
+	parts1, rows1, err := pd.layout(ctx)
+	if err != nil {
+		return r, fmt.Errorf("prune pass: %w", err)
+	}
+	if parts0 > parts1 {
+		r.PartitionsDropped, r.DroppedRows = parts0-parts1, max(0, rows0-rows1-r.Deliveries)
+	}
 	return r, nil
 }
 
@@ -414,6 +449,10 @@ func (r PrunePassResult) write(line func(name, format string, args ...any)) {
 	}
 	if r.WALBytes > 0 {
 		line(name+" WAL", "%s", sizeOf(r.WALBytes))
+	}
+	if r.PartitionsDropped > 0 {
+		d := percentiles(r.Drops)
+		line(name+" partitions", "%d dropped with %d deliveries; %d DROP statements: max %v", r.PartitionsDropped, r.DroppedRows, len(r.Drops), d.Max.Round(10*time.Microsecond))
 	}
 	if r.FileBefore > 0 {
 		line(name+" file", "SQLite file + WAL %s before, %s after", sizeOf(r.FileBefore), sizeOf(r.FileAfter))

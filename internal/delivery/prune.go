@@ -109,18 +109,19 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 	p := s.newPruner()
 	// On PostgreSQL, whole intervals first (store/partition.go): the
 	// partitions ahead are made, and those wholly older than the window
-	// with nothing pending are dropped, which deletes their rows without
-	// a row-at-a-time delete or the dead rows it leaves. What the row
-	// loops below find after that is the legacy's, the default's and a
-	// kept partition's.
+	// with nothing to keep are dropped, which deletes their rows without
+	// a row-at-a-time delete or the dead rows it leaves. The row loops
+	// below leave the partition that holds the cutoff to its own drop
+	// (its expired rows are hidden from every read until then), so what
+	// they find is the legacy's, the default's and a kept partition's.
 	if err := s.db.EnsurePartitions(ctx, now); err != nil {
 		s.log.Warn("retention could not create the partitions ahead; the next pass tries again", "error", err)
 	}
-	intervals, err := s.db.DropExpiredPartitions(ctx, now.Add(-s.cfg.Retention))
+	parts, err := s.db.DropExpiredPartitions(ctx, now, s.cfg.Retention)
 	if err != nil {
 		return 0, 0, err
 	}
-	if deliveries, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneDeliveries(ctx, cutoff, limit) }); err != nil {
+	if deliveries, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneDeliveries(ctx, cutoff, parts.Spare, limit) }); err != nil {
 		return deliveries, events, err
 	}
 	polled, err := p.run(ctx, func(limit int) (int64, error) { return q.PrunePollMessages(ctx, cutoff, limit) })
@@ -128,7 +129,7 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 	if err != nil {
 		return deliveries, events, err
 	}
-	if events, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEvents(ctx, cutoff, limit) }); err != nil {
+	if events, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEvents(ctx, cutoff, parts.Spare, limit) }); err != nil {
 		return deliveries, events, err
 	}
 	if _, err = p.run(ctx, func(limit int) (int64, error) { return q.PruneEventKeys(ctx, cutoff, limit) }); err != nil {
@@ -144,8 +145,8 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 			s.log.Warn("retention could not reclaim the pruned space; the next pass tries again", "error", err)
 		}
 	}
-	if deliveries+events+audits > 0 || intervals > 0 {
-		s.log.Info("retention pruned", "partitions_dropped", intervals, "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
+	if deliveries+events+audits > 0 || parts.Dropped > 0 {
+		s.log.Info("retention pruned", "partitions_dropped", parts.Dropped, "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)
 	}
 	return deliveries, events, nil
 }

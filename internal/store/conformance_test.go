@@ -39,7 +39,7 @@ import (
 // here (take it off) or a new method has none.
 var untestedHere = []string{
 	"ExportPage", "HourlyOutcomes", "InFlightByOwner", "Jobs",
-	"ListDeliveriesWhere", "MoveEndpointJobs", "MoveJob", "OrderedAttempts",
+	"MoveEndpointJobs", "MoveJob", "OrderedAttempts",
 	"OrderedHead", "ResetDeliveryFrom", "RestampRate", "RetryNow", "WakeJob",
 }
 

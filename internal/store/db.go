@@ -123,8 +123,12 @@ type DB struct {
 	// jobsDirect: a statement may write River's job rows itself
 	// (CanInsertJobs), set by NewRiver.
 	jobsDirect bool
-	keys       keyLookups // API key lookups, shared by concurrent requests
-	keyCache   keyCache   // keys looked up before, for ops that confirm them (apikey_lookup_cached.go)
+	// retention and clock: how long retention keeps finished records,
+	// which the reads an owner sees honour (retention.go; 0: forever).
+	retention time.Duration
+	clock     func() time.Time
+	keys      keyLookups // API key lookups, shared by concurrent requests
+	keyCache  keyCache   // keys looked up before, for ops that confirm them (apikey_lookup_cached.go)
 }
 
 // Open opens (but does not migrate) the database cfg names.

@@ -26,7 +26,8 @@ func scanDelivery(r row) (*endpoint.Delivery, error) {
 
 // FindDelivery returns the delivery of one event to one endpoint.
 func (q *Q) FindDelivery(ctx context.Context, endpointID, eventID string) (*endpoint.Delivery, error) {
-	d, err := scanDelivery(q.queryRow(ctx, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2`, eventID), endpointID, eventID))
+	d, err := scanDelivery(q.queryRow(ctx, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND event_id = $2 AND `+unexpiredDelivery("", 3), eventID),
+		endpointID, eventID, q.db.keptSince()))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -81,9 +82,10 @@ func (q *Q) DropOrphanDelivery(ctx context.Context, endpointID, eventID string) 
 const stillPending = `state NOT IN ('delivered', 'failed')`
 
 // FailedDeliveries returns up to limit failed deliveries of an endpoint,
-// oldest first (what redeliver re-enqueues).
+// oldest first (what redeliver re-enqueues), but none retention expired.
 func (q *Q) FailedDeliveries(ctx context.Context, endpointID string, limit int) ([]*endpoint.Delivery, error) {
-	out, err := collect(ctx, q, scanDelivery, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' ORDER BY id LIMIT $2`, endpointID, limit)
+	out, err := collect(ctx, q, scanDelivery, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE endpoint_id = $1 AND state = 'failed' AND `+unexpiredDelivery("", 3)+` ORDER BY id LIMIT $2`,
+		endpointID, limit, q.db.keptSince())
 	if err != nil {
 		return nil, fmt.Errorf("failed deliveries: %w", err)
 	}
@@ -102,12 +104,13 @@ func (q *Q) ResetDelivery(ctx context.Context, id string, jobID, now int64) erro
 }
 
 // PruneDeliveries deletes up to limit deliveries that finished before
-// cutoff. On time-partitioned tables too: retention is exact (kwork's
-// log deletes finished records 30 days after), so the rows of the
-// partition that holds the cutoff are deleted one by one rather than left
-// to its drop, which then takes what is left.
-func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2)`, cutoff, limit)
+// cutoff, except those of the events in spare (zero: none spared): the
+// partitions retention leaves to their drop (DropExpiredPartitions), whose
+// expired rows the reads hide until then (retention.go).
+func (q *Q) PruneDeliveries(ctx context.Context, cutoff int64, spare IDRange, limit int) (int64, error) {
+	cond, bounds := spare.outside("event_id", 3)
+	n, err := q.exec(ctx, `DELETE FROM hookd_deliveries WHERE id IN (SELECT id FROM hookd_deliveries WHERE finished_at < $1`+cond+` ORDER BY finished_at LIMIT $2)`,
+		append([]any{cutoff, limit}, bounds...)...)
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}

@@ -28,7 +28,7 @@ type DeliveryFilter struct {
 // (endpoint_id, id) index serves the order, so a page costs its rows, not
 // the endpoint's whole log.
 func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpoint.Delivery, error) {
-	sql, args := deliveryLogSQL(f)
+	sql, args := deliveryLogSQL(f, q.db.keptSince())
 	out, err := collect(ctx, q, scanDelivery, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
@@ -36,8 +36,9 @@ func (q *Q) ListDeliveriesWhere(ctx context.Context, f DeliveryFilter) ([]*endpo
 	return out, nil
 }
 
-// deliveryLogSQL is ListDeliveriesWhere's statement and arguments.
-func deliveryLogSQL(f DeliveryFilter) (string, []any) {
+// deliveryLogSQL is ListDeliveriesWhere's statement and arguments, with
+// the deliveries retention expired at kept hidden (0: none).
+func deliveryLogSQL(f DeliveryFilter, kept int64) (string, []any) {
 	var sb strings.Builder
 	args := []any{f.EndpointID, f.OwnerID}
 	sb.WriteString(`SELECT ` + deliveryCols + ` FROM hookd_deliveries WHERE endpoint_id = $1 AND owner_id = $2`)
@@ -68,6 +69,10 @@ func deliveryLogSQL(f DeliveryFilter) (string, []any) {
 	if f.Before != "" {
 		add("id < $%d", f.Before)
 	}
+	if kept != 0 {
+		args = append(args, kept)
+		sb.WriteString(" AND " + unexpiredDelivery("", len(args)))
+	}
 	args = append(args, f.Limit)
 	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
 	return sb.String(), args
@@ -75,7 +80,8 @@ func deliveryLogSQL(f DeliveryFilter) (string, []any) {
 
 // GetDelivery returns one delivery of one of an owner's endpoints.
 func (q *Q) GetDelivery(ctx context.Context, ownerID, endpointID, id string) (*endpoint.Delivery, error) {
-	d, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE id = $1 AND endpoint_id = $2 AND owner_id = $3`, id, endpointID, ownerID))
+	d, err := scanDelivery(q.queryRow(ctx, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE id = $1 AND endpoint_id = $2 AND owner_id = $3 AND `+unexpiredDelivery("", 4),
+		id, endpointID, ownerID, q.db.keptSince()))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "delivery %q not found", id)
 	}
@@ -125,8 +131,8 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 	// The latest attempted delivery of each endpoint: one backwards step
 	// down its (endpoint_id, id) index each.
 	last, err := collect(ctx, q, scanDelivery, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
-		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 ORDER BY x.id DESC LIMIT 1)
-		WHERE e.owner_id = $1`, ownerID)
+		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 AND `+unexpiredDelivery("x.", 2)+` ORDER BY x.id DESC LIMIT 1)
+		WHERE e.owner_id = $1`, ownerID, q.db.keptSince())
 	if err != nil {
 		return nil, fmt.Errorf("endpoint last delivery: %w", err)
 	}

@@ -280,7 +280,7 @@ func TestPruneDeliveries(t *testing.T) {
 		}
 		var batches []int64
 		for {
-			n, err := s.q.PruneDeliveries(s.ctx, ts(cutoff), 3)
+			n, err := s.q.PruneDeliveries(s.ctx, ts(cutoff), store.IDRange{}, 3)
 			must(t, err)
 			if n == 0 {
 				break

@@ -187,19 +187,23 @@ func (q *Q) keyLookup() string {
 	return `SELECT id FROM hookd_events WHERE owner_id = $1 AND idempotency_key = $2`
 }
 
-// GetEvent returns one event of an owner ("" for any owner).
+// GetEvent returns one event of an owner ("" for any owner), unless
+// retention expired it.
 func (q *Q) GetEvent(ctx context.Context, ownerID, id string) (*event.Event, error) {
-	e, err := scanEvent(q.queryRow(ctx, q.routed(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2)`, id), id, ownerID))
+	e, err := scanEvent(q.queryRow(ctx, q.routed(`SELECT `+eventCols+` FROM hookd_events WHERE id = $1 AND ($2 = '' OR owner_id = $2) AND created_at >= $3`, id),
+		id, ownerID, q.db.keptSince()))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "event %q not found", id)
 	}
 	return e, err
 }
 
-// PruneEvents deletes up to limit events created before cutoff; it returns
-// how many it deleted.
-func (q *Q) PruneEvents(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	n, err := q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
+// PruneEvents deletes up to limit events created before cutoff, except
+// those in spare (as PruneDeliveries); it returns how many it deleted.
+func (q *Q) PruneEvents(ctx context.Context, cutoff int64, spare IDRange, limit int) (int64, error) {
+	cond, bounds := spare.outside("id", 3)
+	n, err := q.exec(ctx, `DELETE FROM hookd_events WHERE id IN (SELECT id FROM hookd_events WHERE created_at < $1`+cond+` ORDER BY created_at LIMIT $2)`,
+		append([]any{cutoff, limit}, bounds...)...)
 	if err != nil {
 		return 0, fmt.Errorf("prune events: %w", err)
 	}

@@ -48,6 +48,7 @@ const ListEventsPartitionedSQL = `SELECT ` + eventCols + ` FROM hookd_events
 // agree), the prefix a comparison of the subject's first characters; both
 // filter the rows hookd_events_owner_created reads.
 func (q *Q) ListEvents(ctx context.Context, f EventFilter) ([]*event.Event, error) {
+	f.Since = max(f.Since, q.db.keptSince()) // none retention expired
 	cond, args := `owner_id = $1 AND created_at >= $2 AND created_at < $3`, []any{f.OwnerID, f.Since, f.Until}
 	add := func(sql string, vs ...any) {
 		args = append(args, vs...)
@@ -89,7 +90,8 @@ func globLike(g string) string {
 // EventDeliveries reads the owner's deliveries of one event (one per
 // endpoint it went to), through hookd_deliveries_event.
 func (q *Q) EventDeliveries(ctx context.Context, ownerID, eventID string) ([]*endpoint.Delivery, error) {
-	out, err := collect(ctx, q, scanDelivery, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE event_id = $1 AND owner_id = $2 ORDER BY endpoint_id`, eventID), eventID, ownerID)
+	out, err := collect(ctx, q, scanDelivery, q.routed(`SELECT `+deliveryCols+` FROM hookd_deliveries WHERE event_id = $1 AND owner_id = $2 AND `+unexpiredDelivery("", 3)+` ORDER BY endpoint_id`, eventID),
+		eventID, ownerID, q.db.keptSince())
 	if err != nil {
 		return nil, fmt.Errorf("event deliveries: %w", err)
 	}

@@ -43,8 +43,9 @@ func WithDeliverySQL(n int) string { return withDeliverySQL(n) }
 // path.
 func LockForRestore(path string) (interface{ Release() error }, error) { return lockExclusive(path) }
 
-// DeliveryLogSQL is ListDeliveriesWhere's statement and arguments.
-func DeliveryLogSQL(f DeliveryFilter) (string, []any) { return deliveryLogSQL(f) }
+// DeliveryLogSQL is ListDeliveriesWhere's statement and arguments, with
+// retention's cutoff (as a reading hookd has it).
+func DeliveryLogSQL(f DeliveryFilter) (string, []any) { return deliveryLogSQL(f, 1) }
 
 // Routed is a statement about the events ids' rows as the store sends it:
 // naming their partitions where one holds them all (partition_route.go).
@@ -69,3 +70,6 @@ func (db *DB) ReadRoutesAt(ctx context.Context, now time.Time) error {
 // EndFreshHold ends the minute for which freshMissed keeps the drains off
 // their one partition.
 func (db *DB) EndFreshHold() { db.route.freshHeld.Store(0) }
+
+// IDBound is the lowest event id of t's millisecond (a partition's bound).
+func IDBound(t time.Time) string { return idBound(t) }

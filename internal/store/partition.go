@@ -36,10 +36,12 @@ import (
 //     legacy, and empty in the ordinary course.
 //
 // Retention drops an interval's two partitions once the interval is older
-// than the window and none of its deliveries is pending
-// (DropExpiredPartitions). The rows-at-a-time prune (PruneDeliveries,
-// PruneEvents) still runs after it, for the legacy, the default and an
-// interval kept for a pending delivery.
+// than the window and none of its deliveries is pending or finished
+// within the window (DropExpiredPartitions). The rows-at-a-time prune
+// (PruneDeliveries, PruneEvents) runs after it, for the legacy, the
+// default and an interval kept, and leaves alone the interval that holds
+// the cutoff (PartitionPass.Spare): the reads hide its expired rows
+// (retention.go) until its drop.
 //
 // SQLite is not partitioned: every function here is a no-op there.
 
@@ -398,24 +400,50 @@ func (db *DB) createPartition(ctx context.Context, lo, hi time.Time) error {
 	})
 }
 
+// PartitionPass is what one retention pass did to the partitions, and
+// what it leaves the row loops.
+type PartitionPass struct {
+	Dropped int // intervals dropped
+	// Spare is the range whose rows the row loops leave to the drop of
+	// its partitions (zero: none): the partition that holds the cutoff,
+	// where rows cross it all day long, and any expired one whose drop
+	// was put off for a busy lock. Only where a partition is at most a
+	// tenth of the window: then what waits for the drop is at most a
+	// tenth more than the window keeps, hidden from every read meanwhile
+	// (retention.go), and the rows go by the partition, not one by one.
+	// A window of minutes (the soak's steady state) is pruned row by row.
+	Spare IDRange
+}
+
+// spareShare is how much of the window one partition may span for the
+// row loops to leave its expired rows to its drop.
+const spareShare = 10
+
 // DropExpiredPartitions drops the partitions (both tables') whose whole
-// interval is older than cutoff and which hold no pending delivery; it
-// returns how many intervals it dropped. A partition with a pending
-// delivery is kept (the row-at-a-time prune deletes its finished rows)
-// until its last one ends. Each drop takes both parent tables' lock for
-// the few milliseconds of the check and the drop; if it cannot have them
-// within partitionLockTimeout, the partition waits for the next pass.
-func (db *DB) DropExpiredPartitions(ctx context.Context, cutoff time.Time) (int, error) {
+// interval is older than the window (now less retention) and which hold
+// no delivery still to keep: none pending, none finished within the
+// window (a late retry or a resend of an old event). A partition with one
+// is kept, and the row loops delete its expired rows, until its last one
+// expires. Each drop takes both parent tables' lock for the few
+// milliseconds of the check and the drop; if it cannot have them within
+// partitionLockTimeout, the partition waits for the next pass (and is in
+// Spare meanwhile).
+func (db *DB) DropExpiredPartitions(ctx context.Context, now time.Time, retention time.Duration) (PartitionPass, error) {
+	var pass PartitionPass
 	if db.Backend != Postgres {
-		return 0, nil
+		return pass, nil
 	}
+	cutoff := now.Add(-retention)
 	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
 	if err != nil {
-		return 0, err
+		return pass, err
 	}
-	dropped := 0
+	var putOff []Partition
 	for _, p := range parts {
 		if p.Default || p.To.IsZero() || p.To.After(cutoff) {
+			if !p.Default && !p.Legacy && !p.From.After(cutoff) && p.To.After(cutoff) && p.To.Sub(p.From) <= retention/spareShare {
+				pass.Spare = IDRange{From: p.From, To: p.To}
+			}
 			continue
 		}
 		suffix := strings.TrimPrefix(p.Name, "hookd_deliveries_")
@@ -428,12 +456,10 @@ func (db *DB) DropExpiredPartitions(ctx context.Context, cutoff time.Time) (int,
 			if _, err := q.exec(ctx, `LOCK TABLE hookd_events, hookd_deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
 				return err
 			}
-			var pending bool
-			if err := q.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{p.Name}.Sanitize()+` WHERE state = 'pending')`).Scan(&pending); err != nil {
+			name := pgx.Identifier{p.Name}.Sanitize()
+			if err := q.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+name+` WHERE state = 'pending') OR EXISTS (SELECT 1 FROM `+name+` WHERE finished_at >= $1)`,
+				ts(cutoff)).Scan(&kept); err != nil || kept {
 				return err
-			}
-			if kept = pending; pending {
-				return nil
 			}
 			for _, t := range partitionedTables {
 				if _, err := q.exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{t.name + "_" + suffix}.Sanitize()); err != nil {
@@ -446,15 +472,23 @@ func (db *DB) DropExpiredPartitions(ctx context.Context, cutoff time.Time) (int,
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
 				db.log.InfoContext(ctx, "a partition's drop waits for the next retention pass: its tables were busy", "partition", p.Name)
+				putOff = append(putOff, p)
 				continue
 			}
-			return dropped, fmt.Errorf("drop partition %s: %w", p.Name, err)
+			return pass, fmt.Errorf("drop partition %s: %w", p.Name, err)
 		}
 		if kept {
-			db.log.InfoContext(ctx, "an expired partition is kept: it holds a pending delivery", "partition", p.Name)
+			db.log.InfoContext(ctx, "an expired partition is kept: it holds a delivery pending or finished within the window", "partition", p.Name)
 			continue
 		}
-		dropped++
+		pass.Dropped++
 	}
-	return dropped, db.readRoutes(ctx)
+	// A drop put off leaves its rows to the next pass's drop too, not to a
+	// row-by-row delete of its whole interval.
+	for _, p := range putOff {
+		if !pass.Spare.IsZero() && !p.Legacy && p.From.Before(pass.Spare.From) {
+			pass.Spare.From = p.From
+		}
+	}
+	return pass, db.readRoutes(ctx)
 }

@@ -74,8 +74,9 @@ func TestPartitions(t *testing.T) {
 				must(t, err)
 				must(t, s.db.EnsurePartitions(s.ctx, now))
 				must(t, s.db.EnsurePartitionsFor(s.ctx, now.AddDate(0, 0, -40), now))
-				dropped, err := s.db.DropExpiredPartitions(s.ctx, now)
+				pass, err := s.db.DropExpiredPartitions(s.ctx, now, time.Hour)
 				must(t, err)
+				dropped := pass.Dropped
 				keys, err := s.q.PruneEventKeys(s.ctx, ts(now), 100)
 				must(t, err)
 				if parts != nil || dropped != 0 || keys != 0 {
@@ -207,10 +208,10 @@ func testPartitionsPostgres(t *testing.T, s *bundle, now time.Time) {
 	if strings.Contains(plan, "hookd_events_p"+from.Format("20060102")) || !strings.Contains(plan, "Subplans Removed") {
 		t.Errorf("events.list over the last hour reads the partitions of 40 days ago:\n%s", plan)
 	}
-	dropped, err := s.db.DropExpiredPartitions(s.ctx, now.AddDate(0, 0, -30))
+	pass, err := s.db.DropExpiredPartitions(s.ctx, now, 30*24*time.Hour)
 	must(t, err)
-	if dropped != 4 {
-		t.Errorf("dropped %d expired days, want 4 (the fifth holds a pending delivery)", dropped)
+	if pass.Dropped != 4 {
+		t.Errorf("dropped %d expired days, want 4 (the fifth holds a pending delivery)", pass.Dropped)
 	}
 	for d, id := range old {
 		events := s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, id)

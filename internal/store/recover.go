@@ -17,15 +17,18 @@ type RecoverWindow struct {
 	After        string
 }
 
-func (w RecoverWindow) where(from int) (string, []any) {
+// where is w's condition, with the deliveries retention expired at kept
+// left out (they are gone from the log: a recovery does not bring them
+// back).
+func (w RecoverWindow) where(from int, kept int64) (string, []any) {
 	args := []any{w.EndpointID, w.Since, w.Until, w.After}
-	return `endpoint_id = $1 AND created_at >= $2 AND created_at < $3 AND id > $4 AND state IN (` + placeholders(from, len(w.States)) + `)`,
-		append(args, anys(w.States)...)
+	return `endpoint_id = $1 AND created_at >= $2 AND created_at < $3 AND id > $4 AND state IN (` + placeholders(from, len(w.States)) + `) AND ` + unexpiredDelivery("", from+len(w.States)),
+		append(append(args, anys(w.States)...), kept)
 }
 
 // CountRecoverable counts the deliveries in w.
 func (q *Q) CountRecoverable(ctx context.Context, w RecoverWindow) (int, error) {
-	cond, args := w.where(5)
+	cond, args := w.where(5, q.db.keptSince())
 	var n int
 	if err := q.queryRow(ctx, `SELECT count(*) FROM hookd_deliveries WHERE `+cond, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count recoverable deliveries: %w", err)
@@ -35,7 +38,7 @@ func (q *Q) CountRecoverable(ctx context.Context, w RecoverWindow) (int, error) 
 
 // RecoverableDeliveries reads up to limit deliveries of w, in id order.
 func (q *Q) RecoverableDeliveries(ctx context.Context, w RecoverWindow, limit int) ([]*endpoint.Delivery, error) {
-	cond, args := w.where(6)
+	cond, args := w.where(6, q.db.keptSince())
 	out, err := collect(ctx, q, scanDelivery, `SELECT `+deliveryCols+` FROM hookd_deliveries WHERE `+cond+` ORDER BY id LIMIT $5`,
 		append(args[:4:4], append([]any{limit}, args[4:]...)...)...)
 	if err != nil {

@@ -50,7 +50,7 @@ func prunedFile(t *testing.T, cfg store.Config, wantMode, n int) (*bundle, *endp
 	fillDeliveries(s, ep.ID, "a", n)
 	before, _ := sqlitePages(t, s.db.SQLDB())
 	for {
-		n, err := s.q.PruneDeliveries(s.ctx, 2, 1000)
+		n, err := s.q.PruneDeliveries(s.ctx, 2, store.IDRange{}, 1000)
 		must(t, err)
 		if n < 1000 {
 			return s, ep, before

@@ -355,7 +355,7 @@ func TestPruneEvents(t *testing.T) {
 		}
 		var batches []int64
 		for {
-			n, err := s.q.PruneEvents(s.ctx, ts(cutoff), 2)
+			n, err := s.q.PruneEvents(s.ctx, ts(cutoff), store.IDRange{}, 2)
 			must(t, err)
 			if n == 0 {
 				break

@@ -1,0 +1,229 @@
+package store_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookd/hookd/internal/apperr"
+	"github.com/hookd/hookd/internal/endpoint"
+	"github.com/hookd/hookd/internal/event"
+	"github.com/hookd/hookd/internal/store"
+)
+
+// finished writes a delivery of ev to ep that ended in state at finish
+// (Pending: never finished).
+func (s *bundle) finished(ep *endpoint.Endpoint, ev *event.Event, state endpoint.DeliveryState, finish time.Time) *endpoint.Delivery {
+	s.t.Helper()
+	d := newDelivery(ep.OwnerID, ep.ID, ev.ID, ev.CreatedAt)
+	s.deliveries(d)
+	if state != endpoint.Pending {
+		must(s.t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: d.ID, Sent: true, Status: 500, State: state, Now: ts(finish)}))
+	}
+	return d
+}
+
+// TestExpiredHidden: once KeepFor says how long retention keeps records,
+// every read an owner sees hides a delivery finished before the window and
+// an event created before it, though their rows are still there (as they
+// are until a partition's drop): the delivery log, a delivery, a delivery
+// by (endpoint, event), an event's deliveries, an event, events.list, the
+// failed deliveries redeliver takes, a recovery's selection and the
+// endpoint list's last delivery. A pending delivery is never hidden. With
+// no retention, every one of them is read again.
+func TestExpiredHidden(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep, ep2, ep3 := s.endpoint("acme", 1), s.endpoint("acme", 1), s.endpoint("acme", 1)
+		old, recent := eventAt("acme", "", t0), eventAt("acme", "", t0.Add(20*day))
+		s.insertEvents(old, recent)
+		expired := s.finished(ep, old, endpoint.Failed, t0.Add(time.Hour))
+		pending := s.finished(ep2, old, endpoint.Pending, time.Time{})
+		kept := s.finished(ep, recent, endpoint.Failed, t0.Add(20*day))
+		onlyExpired := s.finished(ep3, old, endpoint.Delivered, t0.Add(2*time.Hour)) // ep3's last delivery
+		now := t0.Add(40 * day)                                                      // the window, 30 days, starts at t0 + 10 days
+
+		type reads struct {
+			log, eventDeliveries, failed, recoverable []string
+			last                                      string
+			delivery, byPair, event, pendingByPair    bool
+			events                                    []string
+		}
+		read := func() reads {
+			t.Helper()
+			var r reads
+			log, err := s.q.ListDeliveriesWhere(s.ctx, store.DeliveryFilter{OwnerID: "acme", EndpointID: ep.ID, Limit: 10})
+			must(t, err)
+			r.log = deliveryIDs(log)
+			eds, err := s.q.EventDeliveries(s.ctx, "acme", old.ID)
+			must(t, err)
+			r.eventDeliveries = deliveryIDs(eds)
+			slices.Sort(r.eventDeliveries)
+			failed, err := s.q.FailedDeliveries(s.ctx, ep.ID, 10)
+			must(t, err)
+			r.failed = deliveryIDs(failed)
+			w := store.RecoverWindow{EndpointID: ep.ID, Since: 0, Until: ts(now), States: []string{"failed", "delivered"}}
+			rec, err := s.q.RecoverableDeliveries(s.ctx, w, 10)
+			must(t, err)
+			r.recoverable = deliveryIDs(rec)
+			if n, err := s.q.CountRecoverable(s.ctx, w); err != nil || n != len(rec) {
+				t.Fatalf("CountRecoverable = %d (%v), want the %d RecoverableDeliveries reads", n, err, len(rec))
+			}
+			acts, err := s.q.EndpointActivity(s.ctx, "acme", t0)
+			must(t, err)
+			for _, a := range acts {
+				if a.EndpointID == ep3.ID && a.Last != nil {
+					r.last = a.Last.ID
+				}
+			}
+			found := func(err error) bool {
+				t.Helper()
+				if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+					t.Fatal(err)
+				}
+				return err == nil
+			}
+			_, err = s.q.GetDelivery(s.ctx, "acme", ep.ID, expired.ID)
+			r.delivery = found(err)
+			_, err = s.q.FindDelivery(s.ctx, ep.ID, old.ID)
+			r.byPair = found(err)
+			_, err = s.q.FindDelivery(s.ctx, ep2.ID, old.ID)
+			r.pendingByPair = found(err)
+			_, err = s.q.GetEvent(s.ctx, "acme", old.ID)
+			r.event = found(err)
+			evs, err := s.q.ListEvents(s.ctx, store.EventFilter{OwnerID: "acme", Since: 0, Until: ts(now), Limit: 10})
+			must(t, err)
+			for _, e := range evs {
+				r.events = append(r.events, e.ID)
+			}
+			return r
+		}
+
+		s.db.KeepFor(30*day, func() time.Time { return now })
+		got := read()
+		want := reads{log: []string{kept.ID}, eventDeliveries: []string{pending.ID}, failed: []string{kept.ID}, recoverable: []string{kept.ID},
+			pendingByPair: true, events: []string{recent.ID}}
+		if !equalReads(got.log, want.log, got.eventDeliveries, want.eventDeliveries, got.failed, want.failed, got.recoverable, want.recoverable, got.events, want.events) ||
+			got.last != want.last || got.delivery || got.byPair || got.event || !got.pendingByPair {
+			t.Errorf("a 30-day window, 40 days on:\n got %+v\nwant %+v", got, want)
+		}
+		if n := s.count(`SELECT count(*) FROM hookd_deliveries WHERE id = $1`, expired.ID); n != 1 {
+			t.Fatalf("the expired delivery's row: %d, want it still there (only hidden)", n)
+		}
+
+		s.db.KeepFor(0, nil)
+		got = read()
+		want = reads{log: []string{kept.ID, expired.ID}, eventDeliveries: sortedIDs(expired.ID, pending.ID, onlyExpired.ID), failed: []string{expired.ID, kept.ID},
+			recoverable: []string{expired.ID, kept.ID}, last: onlyExpired.ID, delivery: true, byPair: true, event: true, pendingByPair: true, events: []string{recent.ID, old.ID}}
+		if !equalReads(got.log, want.log, got.eventDeliveries, want.eventDeliveries, got.failed, want.failed, got.recoverable, want.recoverable, got.events, want.events) ||
+			got.last != want.last || !got.delivery || !got.byPair || !got.event || !got.pendingByPair {
+			t.Errorf("no retention:\n got %+v\nwant %+v", got, want)
+		}
+	})
+}
+
+func sortedIDs(ids ...string) []string {
+	slices.Sort(ids)
+	return ids
+}
+
+// equalReads compares pairs of id lists (got, want, got, want, …), nil
+// and empty alike.
+func equalReads(pairs ...[]string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if len(pairs[i]) != len(pairs[i+1]) || (len(pairs[i]) > 0 && !slices.Equal(pairs[i], pairs[i+1])) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRetentionSparesCutoffPartition (PostgreSQL, daily partitions, a
+// 30-day window): one retention pass
+//   - names the partition that holds the cutoff as the one the row loops
+//     spare, and the row loops delete none of its expired rows (their
+//     statement does not read it at all);
+//   - drops an expired partition whose deliveries all finished before the
+//     window, and keeps one holding a delivery that finished within it
+//     (a late retry), whose expired rows the row loops delete instead;
+//   - spares nothing with a window of an hour, where a day's partition is
+//     more than a tenth of it: those rows go one by one.
+func TestRetentionSparesCutoffPartition(t *testing.T) {
+	t.Parallel()
+	_, s, now := partitionedDays(t, 40)
+	ep := s.endpoint("acme", 1)
+	const window = 30 * day
+	cutoff := now.Add(-window)
+	cutDay := cutoff.Truncate(day)
+	at := func(d time.Time) *event.Event {
+		e := eventAt("acme", "", d)
+		s.insertEvents(e)
+		return e
+	}
+	spared := at(cutDay.Add(cutoff.Sub(cutDay) / 2))
+	s.finished(ep, spared, endpoint.Delivered, spared.CreatedAt)
+	dropped := at(cutDay.AddDate(0, 0, -3).Add(time.Hour))
+	s.finished(ep, dropped, endpoint.Delivered, dropped.CreatedAt)
+	late, lateDone := at(cutDay.AddDate(0, 0, -5).Add(time.Hour)), at(cutDay.AddDate(0, 0, -5).Add(2*time.Hour))
+	s.finished(ep, late, endpoint.Failed, now.Add(-time.Hour))
+	s.finished(ep, lateDone, endpoint.Delivered, lateDone.CreatedAt)
+
+	pass, err := s.db.DropExpiredPartitions(s.ctx, now, window)
+	must(t, err)
+	if want := (store.IDRange{From: cutDay, To: cutDay.Add(day)}); pass.Spare != want {
+		t.Errorf("spare %v, want the cutoff's day %v", pass.Spare, want)
+	}
+	if pass.Dropped < 1 {
+		t.Errorf("dropped %d partitions, want the expired ones", pass.Dropped)
+	}
+	for _, c := range []struct {
+		e    *event.Event
+		left int
+	}{{spared, 1}, {dropped, 0}, {late, 1}, {lateDone, 1}} {
+		if n := s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, c.e.ID); n != c.left {
+			t.Errorf("after the drop, %d deliveries of the event of %s, want %d", n, c.e.CreatedAt, c.left)
+		}
+	}
+
+	cond := `finished_at < $1 AND (event_id < $2 OR event_id >= $3)`
+	var plan []string
+	rows, err := s.db.Pool().Query(s.ctx, `EXPLAIN SELECT id FROM hookd_deliveries WHERE `+cond+` ORDER BY finished_at LIMIT 10`,
+		ts(cutoff), store.IDBound(pass.Spare.From), store.IDBound(pass.Spare.To))
+	must(t, err)
+	for rows.Next() {
+		var line string
+		must(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	must(t, rows.Err())
+	if p := strings.Join(plan, "\n"); strings.Contains(p, "_p"+cutDay.Format("20060102")) {
+		t.Errorf("the row loop's read names the spared partition:\n%s", p)
+	}
+
+	n, err := s.q.PruneDeliveries(s.ctx, ts(cutoff), pass.Spare, 1000)
+	must(t, err)
+	if n != 1 || s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, lateDone.ID) != 0 {
+		t.Errorf("the row loop deleted %d deliveries, want the kept partition's one expired delivery", n)
+	}
+	events, err := s.q.PruneEvents(s.ctx, ts(cutoff), pass.Spare, 1000)
+	must(t, err)
+	if events != 2 || s.count(`SELECT count(*) FROM hookd_events WHERE id = $1`, spared.ID) != 1 {
+		t.Errorf("the row loop deleted %d events, want the kept partition's 2 and not the spared one", events)
+	}
+	if n := s.count(`SELECT count(*) FROM hookd_deliveries WHERE event_id = $1`, spared.ID); n != 1 {
+		t.Errorf("the spared partition's expired delivery: %d rows, want it left to the drop", n)
+	}
+
+	today := at(now.Add(-3 * time.Hour))
+	s.finished(ep, today, endpoint.Delivered, now.Add(-2*time.Hour))
+	hour, err := s.db.DropExpiredPartitions(s.ctx, now, time.Hour)
+	must(t, err)
+	if !hour.Spare.IsZero() {
+		t.Errorf("a one-hour window spares %v, want nothing (a day is over a tenth of it)", hour.Spare)
+	}
+	if n, err := s.q.PruneDeliveries(s.ctx, ts(now.Add(-time.Hour)), hour.Spare, 1000); err != nil || n != 1 {
+		t.Errorf("the one-hour window's row loop deleted %d (%v), want the one finished two hours ago, in a partition not expired", n, err)
+	}
+}
