@@ -306,6 +306,9 @@ func TestPrunePass(t *testing.T) {
 			if len(res.PrunePasses) != 2 {
 				t.Fatalf("%d passes measured, want 2", len(res.PrunePasses))
 			}
+			if res.TableBytes < 10000*100 {
+				t.Errorf("tables hold %d bytes for 10,000 deliveries: not measured", res.TableBytes)
+			}
 			partitioned := c.name == "postgres"
 			for _, pp := range res.PrunePasses {
 				// A fifth of 10,000 deliveries (2 an event), give or take

@@ -328,9 +328,12 @@ func tableBytes(ctx context.Context, db *database) (int64, error) {
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	var n int64
-	// Every partition's (pg_partition_tree: a partitioned table's leaves,
-	// or an unpartitioned table itself).
-	q := "SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree($1::regclass)) + (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree($2::regclass))"
+	// Every partition's (pg_partition_tree: a partitioned table and its
+	// partitions, none for an unpartitioned table, so the table itself is
+	// added; a partitioned parent has no storage of its own).
+	q := `SELECT coalesce(sum(pg_total_relation_size(r)), 0) FROM (
+		SELECT relid AS r FROM pg_partition_tree($1::regclass) UNION SELECT $1::regclass
+		UNION SELECT relid FROM pg_partition_tree($2::regclass) UNION SELECT $2::regclass) t`
 	s := pgx.Identifier{db.schema}.Sanitize()
 	err = conn.QueryRow(ctx, q, s+".hookd_events", s+".hookd_deliveries").Scan(&n)
 	return n, err
