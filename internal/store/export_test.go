@@ -18,12 +18,14 @@ const (
 	DeliveryPendingSQL = deliveryPendingSQL
 )
 
-// EndpointActivitySQL ($1 the owner, $2 since) and HourlyOutcomesSQL ($1
-// the endpoint, $2 and $3 the hour) are the console's reads of the
-// endpoint_recent index.
+// EndpointActivitySQL ($1 the owner, $2 since), HourlyOutcomesSQL ($1
+// the endpoint, $2 and $3 the hour) and HourlyOutcomesHoursSQL ($1 the
+// endpoint, $2 the first hour, $3 how many) are the console's reads of
+// the endpoint_recent index.
 const (
-	EndpointActivitySQL = endpointActivitySQL
-	HourlyOutcomesSQL   = hourlyOutcomesSQL
+	EndpointActivitySQL    = endpointActivitySQL
+	HourlyOutcomesSQL      = hourlyOutcomesSQL
+	HourlyOutcomesHoursSQL = hourlyOutcomesHoursSQL
 )
 
 // FreshReadsSQL are the reads of an endpoint's fresh deliveries, as db's

@@ -69,6 +69,7 @@ func TestDeliveryLookupPlans(t *testing.T) {
 	for _, c := range []deliveryLookup{
 		{"EndpointActivity", store.EndpointActivitySQL, []any{"own_1", "1700000000000"}},
 		{"HourlyOutcomes", store.HourlyOutcomesSQL, []any{"ep_1", "1700000000000", "1700003600000"}},
+		{"HourlyOutcomes, the hours in one", store.HourlyOutcomesHoursSQL, []any{"ep_1", "1700000000000", "24"}},
 	} {
 		if plan := genericPlan(c.sql, c.values...); !strings.Contains(plan, "hookd_deliveries_endpoint_recent") {
 			t.Errorf("%d deliveries: %s does not read the endpoint_recent index:\n%s", written, c.name, plan)

@@ -227,3 +227,34 @@ func TestRetentionSparesCutoffPartition(t *testing.T) {
 		t.Errorf("the one-hour window's row loop deleted %d (%v), want the one finished two hours ago, in a partition not expired", n, err)
 	}
 }
+
+// TestHourlyOutcomes: an endpoint's deliveries counted by the hour they
+// were created in and their state, each hour on its own, an hour with
+// none zero and a delivery outside the hours not counted (PostgreSQL
+// reads all the hours in one statement, SQLite one an hour).
+func TestHourlyOutcomes(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		ep, other := s.endpoint("acme", 1), s.endpoint("acme", 1)
+		since := t0.Truncate(time.Hour)
+		at := func(ep *endpoint.Endpoint, created time.Time, state endpoint.DeliveryState) {
+			ev := eventAt("acme", "", created)
+			s.insertEvents(ev)
+			s.finished(ep, ev, state, created.Add(time.Second))
+		}
+		at(ep, since.Add(30*time.Minute), endpoint.Delivered)
+		at(ep, since.Add(40*time.Minute), endpoint.Delivered)
+		at(ep, since.Add(90*time.Minute), endpoint.Failed)
+		at(ep, since.Add(95*time.Minute), endpoint.Pending)
+		at(ep, since.Add(4*time.Hour), endpoint.Delivered)       // past the hours asked
+		at(other, since.Add(10*time.Minute), endpoint.Delivered) // another endpoint's
+		at(ep, since.Add(-time.Minute), endpoint.Failed)         // before them
+		got, err := s.q.HourlyOutcomes(s.ctx, ep.ID, since, 3)
+		must(t, err)
+		want := []store.HourCount{{Delivered: 2}, {Failed: 1, Pending: 1}, {}}
+		if !slices.Equal(got, want) {
+			t.Errorf("hourly outcomes %+v, want %+v", got, want)
+		}
+	})
+}
