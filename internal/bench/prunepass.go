@@ -57,6 +57,7 @@ type PrunePassResult struct {
 	Batches               []time.Duration // each DELETE's time
 	ReclaimSteps          []time.Duration // each incremental_vacuum or VACUUM
 	CPU                   time.Duration   // this process's (SQLite: the pass runs here)
+	BackendCPU            time.Duration   // PostgreSQL: the pass's backends' (-1: unreadable)
 	ReadBytes, WriteBytes int64           // /proc/…/io of the pass's process or backends (-1: unreadable)
 	WALBytes              int64           // PostgreSQL's WAL written during the pass
 	// PostgreSQL's time partitions: how many the pass dropped, each
@@ -290,6 +291,20 @@ func (p *passDB) io() (read, write int64) {
 	return read, write
 }
 
+// backendCPU is the CPU the pass's PostgreSQL backends have used (0 on
+// SQLite, -1 when one is unreadable).
+func (p *passDB) backendCPU() time.Duration {
+	var sum time.Duration
+	for _, pid := range p.pids {
+		c, ok := procCPU(pid)
+		if !ok {
+			return -1
+		}
+		sum += c
+	}
+	return sum
+}
+
 func (p *passDB) walLSN(ctx context.Context) int64 {
 	if p.pool == nil {
 		return 0
@@ -406,6 +421,7 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 	rd0, wr0 := pd.io()
 	wal0 := pd.walLSN(ctx)
 	cpu0, _ := selfCPU()
+	bcpu0 := pd.backendCPU()
 	start := time.Now()
 	r.Deliveries, r.Events, err = svc.Prune(ctx)
 	r.Took = time.Since(start)
@@ -414,6 +430,11 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 	}
 	cpu1, _ := selfCPU()
 	r.CPU = cpu1 - cpu0
+	if r.BackendCPU = -1; bcpu0 >= 0 {
+		if bcpu1 := pd.backendCPU(); bcpu1 >= 0 {
+			r.BackendCPU = bcpu1 - bcpu0
+		}
+	}
 	rd1, wr1 := pd.io()
 	r.ReadBytes, r.WriteBytes = -1, -1
 	if rd0 >= 0 && rd1 >= 0 {
@@ -438,6 +459,9 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 func (r PrunePassResult) write(line func(name, format string, args ...any)) {
 	name := "prune pass (" + r.Label + ")"
 	line(name, "%d deliveries and %d events deleted in %v; this process's CPU %v", r.Deliveries, r.Events, r.Took.Round(time.Millisecond), r.CPU.Round(time.Millisecond))
+	if r.BackendCPU > 0 {
+		line(name+" backends", "CPU %v (the pass's PostgreSQL backends)", r.BackendCPU.Round(time.Millisecond))
+	}
 	b := percentiles(r.Batches)
 	line(name+" batches", "%d: p50 %v, p99 %v, max %v", len(r.Batches), b.P50.Round(10*time.Microsecond), b.P99.Round(10*time.Microsecond), b.Max.Round(10*time.Microsecond))
 	if len(r.ReclaimSteps) > 0 {
