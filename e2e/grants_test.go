@@ -305,3 +305,54 @@ func TestGrantRevokedBeforeTakenAlong(t *testing.T) {
 		}
 	})
 }
+
+// TestGrantSwitchedBeforeTakenAlong: a fanout that read the endpoints,
+// then took along an event published after an endpoint was moved to
+// another grant, judges that event by the endpoint's new grant. (It read
+// the endpoints before its transaction; an event taken along inside it
+// must not be judged by the endpoint as it was before that event's
+// publish: nothing else fans it out again.)
+func TestGrantSwitchedBeforeTakenAlong(t *testing.T) {
+	t.Parallel()
+	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
+		b := setup(t, backend, setupOpts{noWork: true, mutate: withStandmeet})
+		rc := newReceiver(t)
+		closed := b.grant(map[string]any{"allow": []string{"wiki://software/*"}})
+		b.must(200, "POST", "/api/admin/grants/"+closed.ID+"/revoke", nil, nil)
+		open := b.grant(map[string]any{"allow": []string{"*"}})
+		var ep endpointOut
+		b.must(201, "POST", "/api/admin/webhooks", map[string]any{"url": rc.URL, "event_types": []string{"*"}, "grant_id": closed.ID}, &ep)
+		publish := func() string {
+			var out struct{ ID string }
+			b.must(202, "POST", "/api/v1/events", map[string]any{"type": "corpus.note.changed", "subject": "wiki://software/a", "data": json.RawMessage(notePublished)}, &out)
+			return out.ID
+		}
+		first := publish()
+		var later string
+		hookstest.Set(t, b.h.Delivery, &delivery.Hooks{BeforeFanoutTx: func(eventID string) {
+			if eventID != first || later != "" {
+				return
+			}
+			// Between the fanout's read of the endpoints and its transaction.
+			b.must(200, "PATCH", "/api/admin/webhooks/"+ep.ID, map[string]any{"grant_id": open.ID}, nil)
+			later = publish()
+		}})
+		b.fanoutNow(first)
+		hookstest.Set(t, b.h.Delivery, nil)
+		if later == "" {
+			t.Fatal("the hook never ran")
+		}
+		n, err := b.h.DB.Count(context.Background(), `SELECT count(*) FROM hookd_events WHERE id = $1 AND fanout_job = 0`, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Fatal("the first fanout did not take the later event along: nothing here was tested")
+		}
+		// No fanoutNow(later): its fanout job is gone, nothing fans it
+		// out again.
+		if b.deliveryOf(ep.ID, later) == nil {
+			t.Error("an event published after the endpoint moved to an open grant did not reach it: judged by the endpoint read before it")
+		}
+	})
+}

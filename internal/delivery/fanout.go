@@ -215,10 +215,17 @@ func (s *Service) fanoutTx(ctx context.Context, q *store.Q, f *fanoutRun) (defer
 	}
 	others, otherJobs := take.Others, take.OtherJobs
 	if len(others) > 0 {
-		// The events taken along may have been published after f.view
-		// was read (a grant revoked, then an event published): they are
-		// judged by a view read now, in this transaction, after they
-		// were (each statement sees what committed before it).
+		// The events taken along may have been published after f.eps
+		// and f.view were read (an endpoint created, edited or moved to
+		// another grant, a grant revoked, then an event published): they
+		// are judged by the endpoints and a view read now, in this
+		// transaction, after they were (each statement sees what
+		// committed before it). Judged by the endpoints read before, an
+		// event was refused by a grant its endpoint had left, and nothing
+		// fans it out again (its fanout job is deleted here).
+		if f.eps, err = q.ListEndpoints(ctx, f.o.ID, true); err != nil {
+			return nil, err
+		}
 		if f.view, err = s.scopeViewOf(ctx, q, f.o.ID, f.eps, take.Scoped); err != nil {
 			return nil, err
 		}
