@@ -69,6 +69,15 @@ func (db *DB) ReadRoutesAt(ctx context.Context, now time.Time) error {
 	return db.readRoutesAt(ctx, now)
 }
 
+// ReadRoutesMissedDuring is ReadRoutesAt with a resend of an old
+// delivery (freshMissed) told while the reading runs, after it checked
+// for the hold: the race a reread in the background can lose.
+func (db *DB) ReadRoutesMissedDuring(ctx context.Context, now time.Time) error {
+	db.route.raced = db.freshMissed
+	defer func() { db.route.raced = nil }()
+	return db.readRoutesAt(ctx, now)
+}
+
 // EndFreshHold ends the minute for which freshMissed keeps the drains off
 // their one partition.
 func (db *DB) EndFreshHold() { db.route.freshHeld.Store(0) }

@@ -96,8 +96,14 @@ type router struct {
 	// freshHeld is when (unix ns) a reading may record a fresh partition
 	// again after freshMissed.
 	freshHeld atomic.Int64
-	wg        sync.WaitGroup // the reread under way
-	texts     sync.Map       // routedKey → the statement with partitions named
+	// misses counts freshMissed's calls: a reading that overlapped one
+	// forgets the fresh partition it found (readRoutesAt).
+	misses atomic.Int64
+	// raced, in tests, runs in a reading between its fresh partition's
+	// check and its store (nil otherwise).
+	raced func()
+	wg    sync.WaitGroup // the reread under way
+	texts sync.Map       // routedKey → the statement with partitions named
 }
 
 type routedKey struct{ sql, suffix string }
@@ -118,6 +124,7 @@ func (db *DB) readRoutesAt(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	r := &partitionRoutes{read: time.Now()} // before the reads: their age errs long
+	misses := db.route.misses.Load()        // before the hold's check (freshMissed)
 	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
 	if err != nil {
 		return err
@@ -137,7 +144,15 @@ func (db *DB) readRoutesAt(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
+	if db.route.raced != nil {
+		db.route.raced()
+	}
 	db.route.routes.Store(r)
+	if r.fresh != "" && db.route.misses.Load() != misses {
+		// A freshMissed came after the hold's check: the fresh partition
+		// found may predate the delivery it was told of.
+		db.forgetFresh()
+	}
 	// Forget the statements of partitions gone.
 	db.route.texts.Range(func(k, _ any) bool {
 		if !slices.ContainsFunc(r.ranges, func(rg idRange) bool { return rg.suffix == k.(routedKey).suffix }) {
@@ -313,8 +328,18 @@ func (db *DB) freshMade(eventIDs ...string) {
 // partition again) for routesMaxAge: a delivery is being made fresh,
 // perhaps outside it. Not until a reread, which could run before the
 // write that made it commits, and not see it.
+//
+// The hold is set before the count goes up, and a reading loads the
+// count before it checks the hold: so a reading that did not see the
+// hold sees the count change, and forgets what it found.
 func (db *DB) freshMissed() {
 	db.route.freshHeld.Store(time.Now().Add(routesMaxAge).UnixNano())
+	db.route.misses.Add(1)
+	db.forgetFresh()
+}
+
+// forgetFresh drops the fresh partition of the routes as they stand.
+func (db *DB) forgetFresh() {
 	if r := db.route.routes.Load(); r != nil && r.fresh != "" {
 		db.route.routes.Store(&partitionRoutes{ranges: r.ranges, read: r.read})
 	}

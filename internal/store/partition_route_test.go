@@ -116,6 +116,16 @@ func TestPartitionRouting(t *testing.T) {
 	if got := freshIn(noon); got != todays {
 		t.Errorf("with fresh deliveries in today's partition only again, the drains read %q, want %q", got, todays)
 	}
+	// A resend told while a reading runs, after its check for the hold:
+	// the reading must not store the partition it found.
+	must(t, s.db.ReadRoutesMissedDuring(s.ctx, noon))
+	if got := s.db.RoutedFresh(freshDue); got != freshDue {
+		t.Errorf("after a reading a resend overlapped, the drains read %q, want every partition", got)
+	}
+	s.db.EndFreshHold()
+	if got := freshIn(noon); got != todays {
+		t.Errorf("a reading after the hold, the drains read %q, want %q", got, todays)
+	}
 
 	// The locks: a store transaction, generic plans forced, each
 	// statement of the deliver job, a drain and a fanout, then the
