@@ -130,9 +130,7 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 	}
 	// The latest attempted delivery of each endpoint: one backwards step
 	// down its (endpoint_id, id) index each.
-	last, err := collect(ctx, q, scanDelivery, `SELECT `+prefixCols("d.", deliveryCols)+` FROM hookd_endpoints e JOIN hookd_deliveries d
-		ON d.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 AND `+unexpiredDelivery("x.", 2)+` ORDER BY x.id DESC LIMIT 1)
-		WHERE e.owner_id = $1`, ownerID, q.db.keptSince())
+	last, err := collect(ctx, q, scanDelivery, q.db.lastDeliverySQL(), ownerID, q.db.keptSince())
 	if err != nil {
 		return nil, fmt.Errorf("endpoint last delivery: %w", err)
 	}
@@ -146,6 +144,22 @@ func (q *Q) EndpointActivity(ctx context.Context, ownerID string, since time.Tim
 		}
 	}
 	return out, nil
+}
+
+// lastDeliverySQL reads the latest attempted delivery of each of owner
+// $1's endpoints, none retention expired at $2. On PostgreSQL the row
+// comes from the backwards step itself (LATERAL): found by its id
+// afterwards, as SQLite's form does, a partitioned table (keyed by the
+// event, not the delivery) probed every partition's id index for each
+// endpoint.
+func (db *DB) lastDeliverySQL() string {
+	last := `SELECT %s FROM hookd_deliveries x WHERE x.endpoint_id = e.id AND x.attempts > 0 AND ` + unexpiredDelivery("x.", 2) + ` ORDER BY x.id DESC LIMIT 1`
+	if db.Backend == Postgres {
+		return `SELECT ` + prefixCols("d.", deliveryCols) + ` FROM hookd_endpoints e CROSS JOIN LATERAL (` + fmt.Sprintf(last, prefixCols("x.", deliveryCols)) + `) d
+		WHERE e.owner_id = $1`
+	}
+	return `SELECT ` + prefixCols("d.", deliveryCols) + ` FROM hookd_endpoints e JOIN hookd_deliveries d ON d.id = (` + fmt.Sprintf(last, "x.id") + `)
+		WHERE e.owner_id = $1`
 }
 
 // HourCount is how many of an endpoint's deliveries created in one hour
