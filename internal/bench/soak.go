@@ -176,7 +176,12 @@ func fillPostgres(ctx context.Context, db *database, h *history, progress func(s
 	if err = errors.Join(err, flush()); err != nil {
 		return written, err
 	}
-	_, err = conn.Exec(ctx, "ANALYZE hookd_events; ANALYZE hookd_deliveries")
+	// Statistics, as autovacuum would have them; then a checkpoint, so
+	// the fill's dirty pages (gigabytes at 20 M) are written before the
+	// measured run rather than during it, by a checkpoint the run's own
+	// WAL sets off (two 20 M runs without it delivered at 2,307/s and
+	// 4,671/s).
+	_, err = conn.Exec(ctx, "ANALYZE hookd_events; ANALYZE hookd_deliveries; CHECKPOINT")
 	return written, err
 }
 
