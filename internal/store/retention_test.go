@@ -216,15 +216,19 @@ func TestRetentionSparesCutoffPartition(t *testing.T) {
 		t.Errorf("the spared partition's expired delivery: %d rows, want it left to the drop", n)
 	}
 
-	today := at(now.Add(-3 * time.Hour))
-	s.finished(ep, today, endpoint.Delivered, now.Add(-2*time.Hour))
+	// A delivery finished before the one-hour cutoff, in the partition
+	// that holds that cutoff (not wholly expired, so not dropped),
+	// whatever the time of day.
+	hourCut := now.Add(-time.Hour)
+	recent := at(later(hourCut.Truncate(day), hourCut.Add(-30*time.Minute)))
+	s.finished(ep, recent, endpoint.Delivered, recent.CreatedAt.Add(hourCut.Sub(recent.CreatedAt)/2))
 	hour, err := s.db.DropExpiredPartitions(s.ctx, now, time.Hour)
 	must(t, err)
 	if !hour.Spare.IsZero() {
 		t.Errorf("a one-hour window spares %v, want nothing (a day is over a tenth of it)", hour.Spare)
 	}
 	if n, err := s.q.PruneDeliveries(s.ctx, ts(now.Add(-time.Hour)), hour.Spare, 1000); err != nil || n != 1 {
-		t.Errorf("the one-hour window's row loop deleted %d (%v), want the one finished two hours ago, in a partition not expired", n, err)
+		t.Errorf("the one-hour window's row loop deleted %d (%v), want the one finished before the cutoff, in the cutoff's partition", n, err)
 	}
 }
 
@@ -257,4 +261,11 @@ func TestHourlyOutcomes(t *testing.T) {
 			t.Errorf("hourly outcomes %+v, want %+v", got, want)
 		}
 	})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
