@@ -84,3 +84,13 @@ func (db *DB) EndFreshHold() { db.route.freshHeld.Store(0) }
 
 // IDBound is the lowest event id of t's millisecond (a partition's bound).
 func IDBound(t time.Time) string { return idBound(t) }
+
+// ActivityPartitions is the partitions EndpointActivity's count reads
+// for a window from since (ok false: the parent table).
+func (q *Q) ActivityPartitions(ctx context.Context, since time.Time) ([]string, bool, error) {
+	return q.activityPartitions(ctx, since)
+}
+
+// LiveSinceSQL is the statement that tells which of the named partitions
+// hold a delivery pending or finished at or after $1.
+func LiveSinceSQL(names []string) string { return liveSinceSQL(names) }

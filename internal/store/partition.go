@@ -456,9 +456,11 @@ func (db *DB) DropExpiredPartitions(ctx context.Context, now time.Time, retentio
 			if _, err := q.exec(ctx, `LOCK TABLE hookd_events, hookd_deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
 				return err
 			}
-			name := pgx.Identifier{p.Name}.Sanitize()
-			if err := q.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+name+` WHERE state = 'pending') OR EXISTS (SELECT 1 FROM `+name+` WHERE finished_at >= $1)`,
-				ts(cutoff)).Scan(&kept); err != nil || kept {
+			live, err := collect(ctx, q, func(r row) (int, error) {
+				var i int
+				return i, r.Scan(&i)
+			}, liveSinceSQL([]string{p.Name}), ts(cutoff))
+			if kept = len(live) > 0; err != nil || kept {
 				return err
 			}
 			for _, t := range partitionedTables {
@@ -491,4 +493,53 @@ func (db *DB) DropExpiredPartitions(ctx context.Context, now time.Time, retentio
 		}
 	}
 	return pass, db.readRoutes(ctx)
+}
+
+// VacuumClosedPartitions vacuums (and analyzes) up to limit partitions
+// of both tables whose interval has ended and is still within the
+// window, newest first, that no VACUUM (hookd's or autovacuum's) has
+// visited since their interval ended; it returns how many it vacuumed.
+// Rows written within the interval are then all visible, and the
+// visibility map says so: the console's count of an endpoint's last day,
+// the delivery log's first page and every other read of the endpoint_recent
+// or (endpoint_id, id) index answers from the index alone (an index-only
+// scan), where without it every row visits its heap page: on a server
+// with autovacuum off, 70 ms of the endpoint list's 80,000 rows at 20 M
+// deliveries. With autovacuum on it has usually been here first, and this
+// finds nothing to do. One retention pass vacuums one partition (a day's,
+// at the defaults); an interval ends once each. A no-op on SQLite and on
+// unpartitioned tables.
+func (db *DB) VacuumClosedPartitions(ctx context.Context, now time.Time, retention time.Duration, limit int) (int, error) {
+	if db.Backend != Postgres || limit <= 0 {
+		return 0, nil
+	}
+	parts, err := listPartitions(ctx, db.base, "hookd_deliveries")
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for i := len(parts) - 1; i >= 0 && done < limit; i-- {
+		p := parts[i]
+		if p.Default || p.Legacy || p.To.IsZero() || p.To.After(now) || (retention > 0 && !p.To.After(now.Add(-retention))) {
+			continue
+		}
+		var last int64 // unix µs of the latest vacuum of the deliveries' partition, 0: none
+		if err := db.pool.QueryRow(ctx, `SELECT COALESCE((extract(epoch FROM greatest(last_vacuum, last_autovacuum)) * 1000000)::bigint, 0)
+			FROM pg_stat_user_tables WHERE relid = to_regclass($1)`, p.Name).Scan(&last); err != nil && !NotFound(err) {
+			return done, fmt.Errorf("partition %s's last vacuum: %w", p.Name, err)
+		}
+		if last >= ts(p.To) {
+			continue
+		}
+		suffix := strings.TrimPrefix(p.Name, "hookd_deliveries_")
+		var names []string
+		for _, t := range partitionedTables {
+			names = append(names, pgx.Identifier{t.name + "_" + suffix}.Sanitize())
+		}
+		if _, err := db.pool.Exec(ctx, `VACUUM (SKIP_LOCKED, ANALYZE) `+strings.Join(names, ", ")); err != nil {
+			return done, fmt.Errorf("vacuum partition %s: %w", p.Name, err)
+		}
+		done++
+	}
+	return done, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/hookd/hookd/internal/dbtest"
@@ -335,5 +336,67 @@ func TestPartitionLiveDatabase(t *testing.T) {
 	must(t, p.Migrate(s.ctx))
 	if again, err := p.Partitions(s.ctx); err != nil || len(again) != len(parts) {
 		t.Errorf("a second migrate: %d partitions (%v), want %d", len(again), err, len(parts))
+	}
+}
+
+// TestVacuumClosedPartitions: a retention pass vacuums the newest ended
+// interval's partitions once (both tables'), not the current one, not
+// one it has vacuumed since the interval ended; afterwards an endpoint's
+// rows of that day are read from the index alone (no heap fetch), as the
+// console's count of the last day reads them.
+func TestVacuumClosedPartitions(t *testing.T) {
+	t.Parallel()
+	_, s, now := partitionedDays(t, 3)
+	ep := s.endpoint("acme", 1)
+	day0 := now.Truncate(day)
+	yesterday := day0.Add(-day)
+	prefix := idAt(yesterday.Add(time.Hour))[:14]
+	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, attempts, created_at, updated_at, finished_at)
+		SELECT 'dlv_y' || i, 'acme', $1, $2 || lpad(i::text, 16, '0'), 'invoice.paid', 'delivered', 1, $3::bigint + i, $3::bigint + i, $3::bigint + i
+		FROM generate_series(1, 2000) i`, ep.ID, prefix, ts(yesterday.Add(time.Hour)))
+	vacuumedAt := func(table string) int {
+		return s.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relid = to_regclass($1) AND greatest(last_vacuum, last_autovacuum) IS NOT NULL`, table)
+	}
+	suffix := func(d time.Time) string { return "_p" + d.Format("20060102") }
+
+	n, err := s.db.VacuumClosedPartitions(s.ctx, now, 30*day, 1)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("vacuumed %d partitions, want yesterday's", n)
+	}
+	for _, table := range []string{"hookd_deliveries", "hookd_events"} {
+		if vacuumedAt(table+suffix(yesterday)) != 1 {
+			t.Errorf("%s of yesterday not vacuumed", table)
+		}
+		if vacuumedAt(table+suffix(day0)) != 0 {
+			t.Errorf("%s of today, not ended, was vacuumed", table)
+		}
+	}
+	// Then the day before (older, next in line); then nothing is left
+	// that has not been vacuumed since it ended.
+	if n, err := s.db.VacuumClosedPartitions(s.ctx, now, 30*day, 5); err != nil || n != 2 {
+		t.Errorf("second pass vacuumed %d (%v), want the two older days", n, err)
+	}
+	if n, err := s.db.VacuumClosedPartitions(s.ctx, now, 30*day, 5); err != nil || n != 0 {
+		t.Errorf("third pass vacuumed %d (%v), want none", n, err)
+	}
+	// A day later today's has ended; the older days, expired in a 2-day
+	// window or vacuumed since they ended, are left alone.
+	if n, err := s.db.VacuumClosedPartitions(s.ctx, now.Add(day), 2*day, 5); err != nil || n != 1 {
+		t.Errorf("a day later: %d vacuumed (%v), want only today's, which has ended then", n, err)
+	}
+
+	pc, err := s.db.Pool().Acquire(s.ctx)
+	must(t, err)
+	conn := pc.Hijack()
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	must(t, execSimple(s.ctx, conn, `SET enable_seqscan = off; SET enable_bitmapscan = off`))
+	rows, err := conn.Query(s.ctx, `EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*), sum(attempts) FROM hookd_deliveries`+suffix(yesterday)+` WHERE endpoint_id = $1 AND created_at >= 0`, ep.ID)
+	must(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	must(t, err)
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Index Only Scan") || !strings.Contains(plan, "Heap Fetches: 0") {
+		t.Errorf("yesterday's rows of an endpoint, after the vacuum, are not read from the index alone:\n%s", plan)
 	}
 }

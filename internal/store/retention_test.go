@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -268,4 +269,96 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// TestEndpointActivityPartitions: on partitioned tables the endpoint
+// list's day count reads the day's partitions, and an old one only when
+// it can hold a delivery created within the day: a resend of an event
+// of 39 days ago (its delivery created now, in that day's partition) is
+// counted, a day whose deliveries all finished long ago is not read, and
+// a day holding a pending delivery is read. The counts are what the
+// parent table's count says.
+func TestEndpointActivityPartitions(t *testing.T) {
+	t.Parallel()
+	_, s, now := partitionedDays(t, 41)
+	ep := s.endpoint("acme", 1)
+	day0 := now.Truncate(day)
+	at := func(d time.Time) *event.Event {
+		e := eventAt("acme", "", d)
+		s.insertEvents(e)
+		return e
+	}
+	today := at(now.Add(-time.Minute))
+	s.finished(ep, today, endpoint.Delivered, now)
+	s.finished(ep, at(now.Add(-2*time.Minute)), endpoint.Pending, now)
+	quiet := at(day0.AddDate(0, 0, -40).Add(time.Hour))
+	s.finished(ep, quiet, endpoint.Delivered, quiet.CreatedAt)
+	resent := at(day0.AddDate(0, 0, -39).Add(time.Hour))
+	s.finished(ep, resent, endpoint.Delivered, resent.CreatedAt)
+	later := s.endpoint("acme", 1) // made after the event: a resend to it makes a new delivery of the old event
+	again := newDelivery("acme", later.ID, resent.ID, now.Add(-time.Minute))
+	s.deliveries(again)
+	must(t, s.q.RecordAttempt(s.ctx, store.Attempt{DeliveryID: again.ID, Sent: true, Status: 500, State: endpoint.Failed, Now: ts(now)}))
+	idle := s.endpoint("acme", 1) // nothing within the day: its last delivery is 40 days old
+	idleLast := s.finished(idle, quiet, endpoint.Delivered, quiet.CreatedAt)
+	waiting := at(day0.AddDate(0, 0, -38).Add(time.Hour))
+	s.finished(ep, waiting, endpoint.Pending, now)
+
+	since := now.Add(-24 * time.Hour)
+	parts, ok, err := s.q.ActivityPartitions(s.ctx, since)
+	must(t, err)
+	name := func(d time.Time) string { return "hookd_deliveries_p" + d.Format("20060102") }
+	read := strings.Join(parts, " ")
+	if !ok {
+		t.Fatal("partitioned tables: the count reads the parent")
+	}
+	for _, want := range []string{name(day0), name(day0.AddDate(0, 0, -39)), name(day0.AddDate(0, 0, -38))} {
+		if !strings.Contains(read, want) {
+			t.Errorf("the count reads %v, not %s", parts, want)
+		}
+	}
+	for _, not := range []string{name(day0.AddDate(0, 0, -40)), name(day0.AddDate(0, 0, -20)), "hookd_deliveries_default"} {
+		if strings.Contains(read, not) {
+			t.Errorf("the count reads %s (%v): nothing there was created within the day", not, parts)
+		}
+	}
+	// The test of a full day's partition, in the plan a connection caches
+	// (generic): a step into an index for each half, not a scan of the
+	// partition for a delivery finished after $1 (which a generic plan of
+	// an EXISTS chose: it expects a third of the rows to match).
+	full := day0.AddDate(0, 0, -20)
+	prefix := idAt(full.Add(time.Hour))[:14]
+	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, attempts, created_at, updated_at, finished_at)
+		SELECT 'dlv_full_' || i, 'acme', $1, $2 || lpad(i::text, 16, '0'), 'invoice.paid', 'delivered', 1, $3::bigint, $3::bigint, $3::bigint + i
+		FROM generate_series(1, 20000) i`, ep.ID, prefix, ts(full.Add(time.Hour)))
+	s.exec(`ANALYZE hookd_deliveries`)
+	pc, err := s.db.Pool().Acquire(s.ctx)
+	must(t, err)
+	conn := pc.Hijack()
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	must(t, execSimple(s.ctx, conn, `SET plan_cache_mode = force_generic_plan`))
+	if plan := pgGenericPlan(t, conn, "live", store.LiveSinceSQL([]string{name(full)}), ts(since)); strings.Contains(plan, "Seq Scan") {
+		t.Errorf("the test of a full partition scans it:\n%s", plan)
+	}
+
+	acts, err := s.q.EndpointActivity(s.ctx, "acme", since)
+	must(t, err)
+	if len(acts) != 3 {
+		t.Fatalf("activity of %d endpoints, want 3", len(acts))
+	}
+	for i, c := range []struct {
+		ep                 *endpoint.Endpoint
+		deliveries, failed int
+		last               string
+	}{{ep, 2, 0, ""}, {later, 1, 1, again.ID}, {idle, 0, 0, idleLast.ID}} { // today's two; the resend, failed; nothing
+		truth := s.count(`SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = $1 AND created_at >= $2`, c.ep.ID, ts(since))
+		if a := acts[i]; a.EndpointID != c.ep.ID || a.Deliveries != c.deliveries || truth != c.deliveries || a.Failures != c.failed {
+			t.Errorf("endpoint %d: %s %d deliveries, %d failures (the table: %d); want %s %d, %d", i, a.EndpointID, a.Deliveries, a.Failures, truth, c.ep.ID, c.deliveries, c.failed)
+		}
+		var want string
+		must(t, s.db.Pool().QueryRow(s.ctx, `SELECT id FROM hookd_deliveries WHERE endpoint_id = $1 AND attempts > 0 ORDER BY id DESC LIMIT 1`, c.ep.ID).Scan(&want))
+		if a := acts[i]; a.Last == nil || a.Last.ID != want || c.last != "" && want != c.last {
+			t.Errorf("endpoint %d: last delivery %v, want %s (%s)", i, a.Last, want, c.last)
+		}
+	}
 }
