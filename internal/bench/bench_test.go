@@ -336,6 +336,9 @@ func TestPrunePass(t *testing.T) {
 				if c.name == "sqlite" && pp.ReadBytes < 0 {
 					t.Errorf("pass %s: this process's I/O not read", pp.Label)
 				}
+				if c.name == "sqlite" && len(pp.Waits) != len(pp.Batches) {
+					t.Errorf("pass %s: %d lock waits timed for %d batches, want one each", pp.Label, len(pp.Waits), len(pp.Batches))
+				}
 				// (The backends' CPU is in clock ticks: a partition's drop may
 				// take under one.)
 				if c.name != "sqlite" && (pp.WALBytes <= 0 || pp.BackendCPU < 0) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,8 @@ type PrunePassResult struct {
 	Label                 string
 	Took                  time.Duration
 	Deliveries, Events    int64
-	Batches               []time.Duration // each DELETE's time
+	Batches               []time.Duration // each DELETE's time (SQLite: with its commit, once it has the write lock)
+	Waits                 []time.Duration // SQLite: each DELETE's wait for the write lock
 	ReclaimSteps          []time.Duration // each incremental_vacuum or VACUUM
 	CPU                   time.Duration   // this process's (SQLite: the pass runs here)
 	BackendCPU            time.Duration   // PostgreSQL: the pass's backends' (-1: unreadable)
@@ -74,8 +76,15 @@ type PrunePassResult struct {
 
 // stmtTimes collects the pass's statement times.
 type stmtTimes struct {
-	mu                      sync.Mutex
-	deletes, reclaim, drops []time.Duration
+	mu                             sync.Mutex
+	deletes, reclaim, drops, waits []time.Duration
+}
+
+// wait records a batch's wait for SQLite's write lock.
+func (t *stmtTimes) wait(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waits = append(t.waits, d)
 }
 
 func (t *stmtTimes) add(sql string, d time.Duration) {
@@ -92,12 +101,12 @@ func (t *stmtTimes) add(sql string, d time.Duration) {
 	}
 }
 
-func (t *stmtTimes) take() (deletes, reclaim, drops []time.Duration) {
+func (t *stmtTimes) take() (deletes, reclaim, drops, waits []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	deletes, reclaim, drops = t.deletes, t.reclaim, t.drops
-	t.deletes, t.reclaim, t.drops = nil, nil, nil
-	return deletes, reclaim, drops
+	deletes, reclaim, drops, waits = t.deletes, t.reclaim, t.drops, t.waits
+	t.deletes, t.reclaim, t.drops, t.waits = nil, nil, nil, nil
+	return deletes, reclaim, drops, waits
 }
 
 // layout is the delivery table's partition count (0: unpartitioned or
@@ -199,15 +208,38 @@ type timedConn struct {
 	t *stmtTimes
 }
 
+// ExecContext times q. A DELETE (the pass's batches, each its own
+// transaction) runs between a BEGIN IMMEDIATE and a COMMIT of its own, so
+// that the wait for SQLite's write lock (another connection's write:
+// River's, the probe's) is timed apart from what the batch holds it for:
+// the same transaction as the DELETE alone, with the lock taken first.
 func (c timedConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
 	ex, ok := c.Conn.(driver.ExecerContext)
 	if !ok {
 		return nil, driver.ErrSkip
 	}
+	if !strings.HasPrefix(strings.TrimSpace(q), "DELETE") {
+		start := time.Now()
+		r, err := ex.ExecContext(ctx, q, args)
+		c.t.add(q, time.Since(start))
+		return r, err
+	}
 	start := time.Now()
+	if _, err := ex.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
+		return nil, err
+	}
+	locked := time.Now()
 	r, err := ex.ExecContext(ctx, q, args)
-	c.t.add(q, time.Since(start))
-	return r, err
+	if err == nil {
+		_, err = ex.ExecContext(ctx, "COMMIT", nil)
+	}
+	if err != nil {
+		_, _ = ex.ExecContext(ctx, "ROLLBACK", nil)
+		return nil, err
+	}
+	c.t.add(q, time.Since(locked))
+	c.t.wait(locked.Sub(start))
+	return r, nil
 }
 
 func (c timedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
@@ -443,7 +475,7 @@ func onePass(ctx context.Context, opts Options, db *database, pd *passDB, retent
 	if wal0 > 0 {
 		r.WALBytes = pd.walLSN(ctx) - wal0
 	}
-	r.Batches, r.ReclaimSteps, r.Drops = pd.times.take()
+	r.Batches, r.ReclaimSteps, r.Drops, r.Waits = pd.times.take()
 	r.FileAfter = sqliteFileBytes(db)
 	parts1, rows1, err := pd.layout(ctx)
 	if err != nil {
@@ -464,6 +496,13 @@ func (r PrunePassResult) write(line func(name, format string, args ...any)) {
 	}
 	b := percentiles(r.Batches)
 	line(name+" batches", "%d: p50 %v, p99 %v, max %v", len(r.Batches), b.P50.Round(10*time.Microsecond), b.P99.Round(10*time.Microsecond), b.Max.Round(10*time.Microsecond))
+	if slow := slowest(r.Batches, 5); slow != "" {
+		line(name+" slowest", "batches (n-th of the pass: time): %s", slow)
+	}
+	if len(r.Waits) > 0 {
+		w := percentiles(r.Waits)
+		line(name+" lock waits", "before each batch, for SQLite's write lock: p50 %v, p99 %v, max %v", w.P50.Round(10*time.Microsecond), w.P99.Round(10*time.Microsecond), w.Max.Round(10*time.Microsecond))
+	}
 	if len(r.ReclaimSteps) > 0 {
 		c := percentiles(r.ReclaimSteps)
 		line(name+" reclaim", "%d steps: p50 %v, p99 %v, max %v", len(r.ReclaimSteps), c.P50.Round(10*time.Microsecond), c.P99.Round(10*time.Microsecond), c.Max.Round(10*time.Microsecond))
@@ -487,4 +526,19 @@ func (r PrunePassResult) write(line func(name, format string, args ...any)) {
 			a.P50.Round(10*time.Microsecond), a.P99.Round(10*time.Microsecond), a.Max.Round(10*time.Microsecond), len(r.ProbeBase),
 			d.P50.Round(10*time.Microsecond), d.P99.Round(10*time.Microsecond), d.Max.Round(10*time.Microsecond), len(r.ProbeDuring))
 	}
+}
+
+// slowest names the k longest of ds by their place in the pass ("412:
+// 61.2ms"), longest first: where in a pass the slow batches fall.
+func slowest(ds []time.Duration, k int) string {
+	idx := make([]int, len(ds))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ds[idx[a]] > ds[idx[b]] })
+	var parts []string
+	for _, i := range idx[:min(k, len(idx))] {
+		parts = append(parts, fmt.Sprintf("%d: %v", i+1, ds[i].Round(10*time.Microsecond)))
+	}
+	return strings.Join(parts, ", ")
 }

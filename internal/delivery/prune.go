@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hookd/hookd/internal/store"
 	"github.com/riverqueue/river"
 )
 
@@ -61,10 +62,31 @@ type pruner struct {
 	rest    func(ctx context.Context, d time.Duration) error
 	batch   int
 	longest time.Duration // the longest batch of the pass
+	// checkpoint copies SQLite's WAL into the file, every
+	// pruneCheckpointEvery batches (nil on PostgreSQL).
+	checkpoint func(ctx context.Context) error
+	batches    int
 }
 
+// pruneCheckpointEvery is how many batches apart a pass checkpoints
+// SQLite's WAL: a batch writes about 1 MiB of it at 5 M deliveries, so
+// the WAL stays near 16 MiB, under a quarter of the commit's own
+// checkpoint threshold (store's walSafetyPages, 64 MiB).
+const pruneCheckpointEvery = 16
+
+// pruneFirstBatch is a pass's first batch: small, so that the batch the
+// budget has not yet sized holds the writer no longer than the others (a
+// first batch of 1,000 deliveries took 24 ms at 5 M on SQLite, where the
+// pass's batches settle near 500 in 6 ms); it doubles from there while a
+// batch takes under half the budget.
+const pruneFirstBatch = 128
+
 func (s *Service) newPruner() *pruner {
-	return &pruner{now: time.Now, rest: sleep, batch: pruneMaxBatch}
+	p := &pruner{now: time.Now, rest: sleep, batch: pruneFirstBatch}
+	if s.db.Backend == store.SQLite {
+		p.checkpoint = s.db.CheckpointWAL
+	}
+	return p
 }
 
 // run deletes with del, a batch of at most limit rows a call, until a
@@ -92,6 +114,17 @@ func (p *pruner) run(ctx context.Context, del func(limit int) (int64, error)) (i
 		}
 		if err := ctx.Err(); err != nil { // a rest of 0 may not see it
 			return total, err
+		}
+		p.batches++
+		if p.checkpoint != nil && p.batches%pruneCheckpointEvery == 0 {
+			// In the rest, with no batch writing (store.DB.CheckpointWAL):
+			// the WAL starts over instead of growing to the commit that
+			// checkpoints it while holding the writer.
+			start := p.now()
+			if err := p.checkpoint(ctx); err != nil {
+				return total, err
+			}
+			took = max(0, took-p.now().Sub(start)) // the checkpoint was rest enough
 		}
 		if err := p.rest(ctx, min(took, time.Second)); err != nil {
 			return total, err
@@ -144,6 +177,17 @@ func (s *Service) Prune(ctx context.Context) (deliveries, events int64, err erro
 			// The rows are gone; their space waits for the next pass.
 			s.log.Warn("retention could not reclaim the pruned space; the next pass tries again", "error", err)
 		}
+	}
+	// The newest interval that has ended and no VACUUM has visited since:
+	// its rows all visible, the console's reads of it come from the index
+	// alone (store.VacuumClosedPartitions). One a pass; a no-op where
+	// autovacuum got there first.
+	vacuumed, err := s.db.VacuumClosedPartitions(ctx, now, s.cfg.Retention, 1)
+	if err != nil {
+		s.log.Warn("retention could not vacuum an ended partition; the next pass tries again", "error", err)
+	}
+	if vacuumed > 0 {
+		s.log.Info("retention vacuumed an ended partition", "partitions", vacuumed)
 	}
 	if deliveries+events+audits > 0 || parts.Dropped > 0 {
 		s.log.Info("retention pruned", "partitions_dropped", parts.Dropped, "deliveries", deliveries, "events", events, "audit_records", audits, "longest_batch", p.longest)

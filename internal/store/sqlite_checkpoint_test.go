@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,5 +79,47 @@ func TestCheckpointer(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckpointWAL: CheckpointWAL copies the whole WAL with the writes
+// paused, so the next write starts it from its beginning: from the
+// checkpointer's connection on a file hookd opened, and from the
+// database's own on one wrapped with FromSQL (no checkpointer), as
+// retention's pass between its batches.
+func TestCheckpointWAL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opened, err := Open(ctx, Config{URL: "sqlite:" + filepath.Join(t.TempDir(), "ck.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	raw, err := sql.Open(CachingSQLiteDriver, "file:"+filepath.Join(t.TempDir(), "raw.db")+"?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	defer raw.Close()
+	for name, db := range map[string]*DB{"opened": opened, "FromSQL": FromSQL(raw, nil)} {
+		if _, err := db.sqlDB.ExecContext(ctx, `CREATE TABLE ck (n INTEGER, pad TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		pad := strings.Repeat("x", 2000)
+		for i := range 1000 {
+			if _, err := db.sqlDB.ExecContext(ctx, `INSERT INTO ck (n, pad) VALUES ($1, $2)`, i, pad); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.CheckpointWAL(ctx); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := db.sqlDB.ExecContext(ctx, `INSERT INTO ck (n, pad) VALUES (-1, '')`); err != nil {
+			t.Fatal(err)
+		}
+		var busy, wal, copied int
+		if err := db.sqlDB.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &wal, &copied); err != nil || wal > 10 {
+			t.Errorf("%s: after CheckpointWAL one write left a WAL of %d pages (%v); want it started again", name, wal, err)
+		}
 	}
 }
