@@ -358,6 +358,10 @@ func TestVacuumClosedPartitions(t *testing.T) {
 		return s.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relid = to_regclass($1) AND greatest(last_vacuum, last_autovacuum) IS NOT NULL`, table)
 	}
 	suffix := func(d time.Time) string { return "_p" + d.Format("20060102") }
+	// VACUUM marks a page all-visible only once no transaction that began
+	// before its rows were written is open (another test's, on this
+	// server).
+	s.waitVacuumHorizon()
 
 	n, err := s.db.VacuumClosedPartitions(s.ctx, now, 30*day, 1)
 	must(t, err)
