@@ -350,10 +350,7 @@ func TestVacuumClosedPartitions(t *testing.T) {
 	ep := s.endpoint("acme", 1)
 	day0 := now.Truncate(day)
 	yesterday := day0.Add(-day)
-	prefix := idAt(yesterday.Add(time.Hour))[:14]
-	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, attempts, created_at, updated_at, finished_at)
-		SELECT 'dlv_y' || i, 'acme', $1, $2 || lpad(i::text, 16, '0'), 'invoice.paid', 'delivered', 1, $3::bigint + i, $3::bigint + i, $3::bigint + i
-		FROM generate_series(1, 2000) i`, ep.ID, prefix, ts(yesterday.Add(time.Hour)))
+	s.fillDay(ep, yesterday.Add(time.Hour), 2000)
 	vacuumedAt := func(table string) int {
 		return s.count(`SELECT count(*) FROM pg_stat_user_tables WHERE relid = to_regclass($1) AND greatest(last_vacuum, last_autovacuum) IS NOT NULL`, table)
 	}

@@ -158,11 +158,7 @@ func TestRetentionSparesCutoffPartition(t *testing.T) {
 	const window = 30 * day
 	cutoff := now.Add(-window)
 	cutDay := cutoff.Truncate(day)
-	at := func(d time.Time) *event.Event {
-		e := eventAt("acme", "", d)
-		s.insertEvents(e)
-		return e
-	}
+	at := s.eventOn
 	spared := at(cutDay.Add(cutoff.Sub(cutDay) / 2))
 	s.finished(ep, spared, endpoint.Delivered, spared.CreatedAt)
 	dropped := at(cutDay.AddDate(0, 0, -3).Add(time.Hour))
@@ -264,6 +260,23 @@ func TestHourlyOutcomes(t *testing.T) {
 	})
 }
 
+// eventOn writes an event of acme's at d, with an id of that time.
+func (s *bundle) eventOn(d time.Time) *event.Event {
+	e := eventAt("acme", "", d)
+	s.insertEvents(e)
+	return e
+}
+
+// fillDay writes n delivered deliveries of ep (PostgreSQL, straight into
+// the table, with no events) whose event ids are of time at, created and
+// finished a microsecond apart from at: a full day's partition.
+func (s *bundle) fillDay(ep *endpoint.Endpoint, at time.Time, n int) {
+	s.t.Helper()
+	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, attempts, created_at, updated_at, finished_at)
+		SELECT 'dlv_' || $2 || '_' || i, $1, $3, $2 || lpad(i::text, 16, '0'), 'invoice.paid', 'delivered', 1, $4::bigint + i, $4::bigint + i, $4::bigint + i
+		FROM generate_series(1, $5::int) i`, ep.OwnerID, idAt(at)[:14], ep.ID, ts(at), n)
+}
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -283,11 +296,7 @@ func TestEndpointActivityPartitions(t *testing.T) {
 	_, s, now := partitionedDays(t, 41)
 	ep := s.endpoint("acme", 1)
 	day0 := now.Truncate(day)
-	at := func(d time.Time) *event.Event {
-		e := eventAt("acme", "", d)
-		s.insertEvents(e)
-		return e
-	}
+	at := s.eventOn
 	today := at(now.Add(-time.Minute))
 	s.finished(ep, today, endpoint.Delivered, now)
 	s.finished(ep, at(now.Add(-2*time.Minute)), endpoint.Pending, now)
@@ -327,10 +336,7 @@ func TestEndpointActivityPartitions(t *testing.T) {
 	// partition for a delivery finished after $1 (which a generic plan of
 	// an EXISTS chose: it expects a third of the rows to match).
 	full := day0.AddDate(0, 0, -20)
-	prefix := idAt(full.Add(time.Hour))[:14]
-	s.exec(`INSERT INTO hookd_deliveries (id, owner_id, endpoint_id, event_id, event_type, state, attempts, created_at, updated_at, finished_at)
-		SELECT 'dlv_full_' || i, 'acme', $1, $2 || lpad(i::text, 16, '0'), 'invoice.paid', 'delivered', 1, $3::bigint, $3::bigint, $3::bigint + i
-		FROM generate_series(1, 20000) i`, ep.ID, prefix, ts(full.Add(time.Hour)))
+	s.fillDay(ep, full.Add(time.Hour), 20000)
 	s.exec(`ANALYZE hookd_deliveries`)
 	pc, err := s.db.Pool().Acquire(s.ctx)
 	must(t, err)
