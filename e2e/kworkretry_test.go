@@ -112,7 +112,7 @@ func TestKworkTimeoutRetries(t *testing.T) {
 		t.Fatalf("timeouts %s/%s, want 10s inside 15s", egress.DefaultTimeout, delivery.DefaultJobTimeout)
 	}
 	forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-		b := setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+		b := setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = shortTimeout }})
 		shop := b.kworkOwner("shop", shopApp)
 		rc := newReceiver(t)
 		rc.setRespond(func(r *http.Request, _ int) (int, http.Header) {
@@ -132,9 +132,9 @@ func TestKworkTimeoutRetries(t *testing.T) {
 			t.Fatalf("after a timeout: %+v", d)
 		}
 		j := b.waitJob(d.JobID, waitingRetry)
-		// hookd gives up 300 ms after it sends (which is after the
+		// hookd gives up shortTimeout after it sends (which is after the
 		// publish) and only then schedules.
-		between(t, "retry after timeout", j.ScheduledAt, published.Add(300*time.Millisecond+30*time.Second), time.Now().Add(30*time.Second))
+		between(t, "retry after timeout", j.ScheduledAt, published.Add(shortTimeout+30*time.Second), time.Now().Add(30*time.Second))
 		rc.setRespond(status(200))
 		b.retryNow(d.JobID)
 		second := rc.waitFor(t, 2, wait)[1]

@@ -81,7 +81,7 @@ func TestBodyStall(t *testing.T) {
 		t.Run(c.profile, func(t *testing.T) {
 			t.Parallel()
 			forBackend(t, func(t *testing.T, backend dbtest.Backend) {
-				b := setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = 300 * time.Millisecond }})
+				b := setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = shortTimeout }})
 				var stall atomic.Bool
 				stall.Store(true)
 				var got atomic.Int32

@@ -152,7 +152,7 @@ func TestOutcomeTable(t *testing.T) {
 }
 
 func checkOutcomeRow(t *testing.T, backend dbtest.Backend, pc profileCase, respond func(*http.Request, int) (int, http.Header), verdict string, snooze time.Duration) {
-	b := pc.owner(setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = 300 * time.Millisecond }}))
+	b := pc.owner(setup(t, backend, setupOpts{mutate: func(c *app.Config) { c.HTTPTimeout = shortTimeout }}))
 	rc := newReceiver(t)
 	rc.setRespond(respond)
 	b.registerType("row.test")
