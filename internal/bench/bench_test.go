@@ -256,9 +256,16 @@ func TestSoak(t *testing.T) {
 			if len(res.Pages) != 11 {
 				t.Errorf("%d pages timed, want the 11 of pages.go: %+v", len(res.Pages), res.Pages)
 			}
-			for _, pg := range res.Pages {
-				if pg.P50 <= 0 || pg.P99 < pg.P50 {
-					t.Errorf("page %s: p50 %v, p99 %v", pg.Name, pg.P50, pg.P99)
+			vacuumed := 0
+			if c.name == "postgres" {
+				vacuumed = 11
+			}
+			if len(res.PagesVacuumed) != vacuumed || (vacuumed > 0) != (res.Vacuumed > 0) {
+				t.Errorf("%d pages timed after a VACUUM of %v, want %d", len(res.PagesVacuumed), res.Vacuumed, vacuumed)
+			}
+			for _, pg := range append(res.Pages, res.PagesVacuumed...) {
+				if pg.P50 <= 0 || pg.P99 < pg.P50 || pg.Max < pg.P99 || pg.First <= 0 || pg.First > pg.Max {
+					t.Errorf("page %s: p50 %v, p99 %v, max %v, first %v", pg.Name, pg.P50, pg.P99, pg.Max, pg.First)
 				}
 			}
 			if res.TableBytes < 6000*100 {

@@ -53,6 +53,12 @@ type Result struct {
 	FillDuration time.Duration
 	TableBytes   int64
 	Pages        []PageTiming
+	// PagesVacuumed are the pages timed again on PostgreSQL after a
+	// VACUUM of the tables, which took Vacuumed: the fill leaves today's
+	// rows without a visibility map, as a server with autovacuum off does
+	// (this machine's), and a server with it on would have vacuumed them.
+	PagesVacuumed []PageTiming
+	Vacuumed      time.Duration
 	// PrunePasses are the measured retention passes (Options.PrunePass).
 	PrunePasses []PrunePassResult
 	// Samples is the series of a run with Options.Series.
@@ -156,8 +162,10 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	}
 	if r.Filled > 0 {
 		line("soak", "%d finished deliveries filled in %v before the run (%s of tables and indexes)", r.Filled, r.FillDuration.Round(time.Second), sizeOf(r.TableBytes))
-		for _, pg := range r.Pages {
-			line("page "+pg.Name, "p50 %v, p99 %v (%d requests, one at a time)", pg.P50.Round(time.Microsecond*100), pg.P99.Round(time.Microsecond*100), pageRounds)
+		writePages(line, "page ", r.Pages)
+		if len(r.PagesVacuumed) > 0 {
+			line("soak vacuum", "VACUUM (ANALYZE) of the event and delivery tables in %v (today's rows as autovacuum would leave them); the pages again:", r.Vacuumed.Round(time.Millisecond))
+			writePages(line, "vac ", r.PagesVacuumed)
 		}
 	}
 	for _, pp := range r.PrunePasses {
@@ -320,4 +328,12 @@ func orDuration(d time.Duration, def string) string {
 		return def
 	}
 	return d.String()
+}
+
+// writePages prints one line a page timing, its name after prefix.
+func writePages(line func(name, format string, args ...any), prefix string, pages []PageTiming) {
+	ms := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	for _, pg := range pages {
+		line(prefix+pg.Name, "p50 %v, p99 %v, max %v, first %v (%d requests, one at a time)", ms(pg.P50), ms(pg.P99), ms(pg.Max), ms(pg.First), pageRounds)
+	}
 }
