@@ -401,3 +401,75 @@ func TestVacuumClosedPartitions(t *testing.T) {
 		t.Errorf("yesterday's rows of an endpoint, after the vacuum, are not read from the index alone:\n%s", plan)
 	}
 }
+
+// TestVacuumCurrentPartition: where autovacuum is off (here the
+// partitions' own autovacuum_enabled, whatever the server's setting),
+// a retention pass vacuums the interval being written once it has taken
+// autovacuum's threshold of inserts since its last vacuum, both tables'
+// partitions, and not before; the day's rows of an endpoint are then read
+// from the index alone, as the console's count of the last day reads
+// them.
+func TestVacuumCurrentPartition(t *testing.T) {
+	t.Parallel()
+	_, s, now := partitionedDays(t, 1)
+	ep := s.endpoint("acme", 1)
+	day0 := now.Truncate(day)
+	today := "_p" + day0.Format("20060102")
+	for _, table := range []string{"hookd_deliveries", "hookd_events"} {
+		s.exec(`ALTER TABLE ` + table + today + ` SET (autovacuum_enabled = false)`)
+	}
+	vacuums := func(table string) int {
+		return s.count(`SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)`, table+today)
+	}
+	// pg_stat_user_tables is the server's statistics, which a backend
+	// sends when its transaction ends: wait until they count the rows.
+	inserted := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.count(`SELECT n_ins_since_vacuum FROM pg_stat_user_tables WHERE relid = to_regclass($1)`, "hookd_deliveries"+today) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("the statistics never counted %d inserts", n)
+			}
+			time.Sleep(20 * time.Millisecond) // the server's view: no signal to wait on
+		}
+	}
+
+	s.fillDay(ep, day0, 2000)
+	inserted(2000)
+	s.waitVacuumHorizon()
+	did, err := s.db.VacuumCurrentPartition(s.ctx, now)
+	must(t, err)
+	if !did || vacuums("hookd_deliveries") != 1 || vacuums("hookd_events") != 1 {
+		t.Fatalf("after 2,000 inserts: vacuumed %v, deliveries' partition %d times, events' %d; want both once",
+			did, vacuums("hookd_deliveries"), vacuums("hookd_events"))
+	}
+	pc, err := s.db.Pool().Acquire(s.ctx)
+	must(t, err)
+	conn := pc.Hijack()
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	must(t, execSimple(s.ctx, conn, `SET enable_seqscan = off; SET enable_bitmapscan = off`))
+	rows, err := conn.Query(s.ctx, `EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*), sum(attempts) FROM hookd_deliveries`+today+` WHERE endpoint_id = $1 AND created_at >= 0`, ep.ID)
+	must(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	must(t, err)
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "Index Only Scan") || !strings.Contains(plan, "Heap Fetches: 0") {
+		t.Errorf("today's rows of an endpoint, after the vacuum, are not read from the index alone:\n%s", plan)
+	}
+
+	// Below autovacuum's threshold (1,000 inserts and a fifth of the
+	// 2,000 rows, by default): not again.
+	s.fillDay(ep, day0.Add(time.Minute), 100)
+	inserted(100)
+	if did, err := s.db.VacuumCurrentPartition(s.ctx, now); err != nil || did {
+		t.Errorf("after 100 more inserts: vacuumed %v (%v), want not yet", did, err)
+	}
+	s.fillDay(ep, day0.Add(2*time.Minute), 2000)
+	inserted(2100)
+	if did, err := s.db.VacuumCurrentPartition(s.ctx, now); err != nil || !did || vacuums("hookd_deliveries") != 2 {
+		t.Errorf("after 2,100 more inserts: vacuumed %v (%v), %d vacuums in all; want a second", did, err, vacuums("hookd_deliveries"))
+	}
+	// Tomorrow has no partition yet here: nothing to vacuum, no error.
+	if did, err := s.db.VacuumCurrentPartition(s.ctx, day0.Add(3*day)); err != nil || did {
+		t.Errorf("with no partition for now: vacuumed %v (%v)", did, err)
+	}
+}
