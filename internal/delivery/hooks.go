@@ -1,5 +1,7 @@
 package delivery
 
+import "context"
+
 // The test hooks stop the delivery service at its hand-over windows, so
 // that tests force the interleavings that found real races. They run only
 // in a build with the hookdtest tag (hooks_on.go: the Service holds the
@@ -47,4 +49,7 @@ type Hooks struct {
 	// whether it wrote them and committed in one round trip
 	// (store.Q.WriteFanoutAndCommit).
 	FanoutWritten func(oneTrip bool)
+	// BeforePrune runs when a retention pass starts, with the pass's
+	// context (the job's: its deadline is the job's timeout).
+	BeforePrune func(ctx context.Context)
 }

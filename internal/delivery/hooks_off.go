@@ -2,6 +2,8 @@
 
 package delivery
 
+import "context"
+
 // Without the hookdtest tag (hookd's own build) the hook points of
 // hooks_on.go are empty methods: each call is inlined to nothing, and the
 // Service holds no hooks and has no SetHooks (hooks.go).
@@ -18,3 +20,4 @@ func (*Service) publishGroupHook(int) error  { return nil }
 func (*Service) beforePublishGroup(int)      {}
 func (*Service) expectedGroup(bool)          {}
 func (*Service) fanoutWritten(bool)          {}
+func (*Service) beforePrune(context.Context) {}

@@ -5,7 +5,10 @@ package delivery
 // The test hooks (hooks.go) run in a build with the hookdtest tag only:
 // make test and .ci/run pass -tags hookdtest to go test.
 
-import "sync/atomic"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // hookSet is the Service's installed hooks.
 type hookSet struct{ p atomic.Pointer[Hooks] }
@@ -75,5 +78,11 @@ func (s *Service) expectedGroup(held bool) {
 func (s *Service) fanoutWritten(oneTrip bool) {
 	if h := s.hook().FanoutWritten; h != nil {
 		h(oneTrip)
+	}
+}
+
+func (s *Service) beforePrune(ctx context.Context) {
+	if h := s.hook().BeforePrune; h != nil {
+		h(ctx)
 	}
 }

@@ -28,8 +28,25 @@ type pruneWorker struct {
 }
 
 func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
+	w.s.beforePrune(ctx)
 	_, _, err := w.s.Prune(ctx)
 	return err
+}
+
+// Timeout lets a retention pass run until the next one is due (at least
+// the job timeout): a pass that met a backlog of rows, or a VACUUM of a
+// day's partition (minutes at millions of rows a day), was cut off at the
+// job timeout (15 s) and began again an hour later, where a vacuum never
+// finished. River's rescuer leaves a running job alone within its own
+// timeout, so a long pass is not run twice.
+func (w *pruneWorker) Timeout(*river.Job[PruneArgs]) time.Duration {
+	return pruneTimeout(w.s.cfg.JobTimeout, w.s.cfg.Retention)
+}
+
+// pruneTimeout is a retention pass's bound: the time to the next pass,
+// or the job timeout if that is longer.
+func pruneTimeout(jobTimeout, retention time.Duration) time.Duration {
+	return max(jobTimeout, pruneEvery(retention))
 }
 
 // Retention deletes in batches sized to a time budget, and rests between

@@ -103,3 +103,19 @@ func TestPruneEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneTimeout: a retention pass may run until the next is due, and
+// never less than the job timeout.
+func TestPruneTimeout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ job, retention, want time.Duration }{
+		{DefaultJobTimeout, DefaultRetention, time.Hour},
+		{DefaultJobTimeout, 5 * time.Hour, 30 * time.Minute},
+		{DefaultJobTimeout, time.Minute, DefaultJobTimeout},
+		{time.Minute, 2 * time.Minute, time.Minute},
+	} {
+		if got := pruneTimeout(c.job, c.retention); got != c.want {
+			t.Errorf("pruneTimeout(%v, %v) = %v, want %v", c.job, c.retention, got, c.want)
+		}
+	}
+}
