@@ -134,14 +134,11 @@ func eventValues(r filledRow, seq int) []any {
 // fillPostgres streams the rows through two COPYs, a million deliveries
 // a transaction, then analyzes the tables as autovacuum would.
 func fillPostgres(ctx context.Context, db *database, h *history, progress func(string, ...any)) (int, error) {
-	conn, err := pgx.Connect(ctx, pgURL(db.url))
+	conn, err := schemaConn(ctx, db)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "SET search_path TO "+pgx.Identifier{db.schema}.Sanitize()); err != nil {
-		return 0, err
-	}
 	var events, deliveries [][]any
 	written, seq := 0, 0
 	flush := func() error {
@@ -319,16 +316,24 @@ func soak(ctx context.Context, opts Options, db *database, p *plan, base string,
 // partitioned tables only today's partition has work left (fillPostgres
 // vacuumed the ended ones).
 func vacuumAll(ctx context.Context, db *database) error {
-	conn, err := pgx.Connect(ctx, pgURL(db.url))
+	conn, err := schemaConn(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "SET search_path TO "+pgx.Identifier{db.schema}.Sanitize()); err != nil {
-		return err
-	}
 	_, err = conn.Exec(ctx, "VACUUM (ANALYZE) hookd_events, hookd_deliveries") // alone: not in a transaction
 	return err
+}
+
+// schemaConn is a connection to the run's PostgreSQL database with its
+// schema first on the search path.
+func schemaConn(ctx context.Context, db *database) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(pgURL(db.url))
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["search_path"] = db.schema
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // dataDir is where the database keeps its files: the SQLite file's
