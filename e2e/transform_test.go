@@ -12,6 +12,7 @@ import (
 	"github.com/hookd/hookd/internal/app"
 	"github.com/hookd/hookd/internal/dbtest"
 	"github.com/hookd/hookd/internal/hookdtest"
+	"github.com/hookd/hookd/internal/transform"
 )
 
 // patientScripts gives transformations 5 s a run: these tests are about
@@ -324,6 +325,15 @@ func TestHostileTransformations(t *testing.T) {
 	}
 	wantErr := map[string]string{"endless loop": "time limit", "memory bomb": "stopped", "100 MB string": "over the transformation's bound",
 		"doubling string": "stopped", "throw": "hostile"}
+	// The heap watchdog watches the process's heap, not one script's (Go
+	// cannot tell them apart): while a bomb beside it grows the heap, the
+	// endless loop is stopped by that bound before its time limit (seen in
+	// CI). Either stop is right here; internal/transform's tests hold each
+	// cause alone.
+	reason := func(name, lastError string) bool {
+		return strings.Contains(lastError, wantErr[name]) ||
+			name == "endless loop" && strings.Contains(lastError, transform.ErrHeapLimit.Error())
+	}
 	eps := map[string]string{}
 	for name, script := range hostile {
 		var ep endpointOut
@@ -372,7 +382,7 @@ func TestHostileTransformations(t *testing.T) {
 	for name, id := range eps {
 		d := b.waitDelivery(id, attack[0], 120*time.Second, func(d deliveryOut) bool { return d.State != "pending" || d.LastError != "" })
 		retried := d.State == "pending" && strings.Contains(d.LastError, "stopped:")
-		if !retried && d.State != "failed" || !strings.Contains(d.LastError, wantErr[name]) {
+		if !retried && d.State != "failed" || !reason(name, d.LastError) {
 			t.Errorf("%s: delivery %+v; want failed with %q (or, stopped by the watchdog, pending to be retried)", name, d, wantErr[name])
 		}
 		if name == "endless loop" && !retried {
@@ -383,7 +393,7 @@ func TestHostileTransformations(t *testing.T) {
 				return d.State != "pending" || d.Attempts == 0 && d.NextAttemptAt != nil && d.NextAttemptAt.After(time.Now().Add(time.Minute)) ||
 					strings.Contains(d.LastError, "stopped:") // stopped by the watchdog: retried
 			})
-			if d.State == "failed" && !strings.Contains(d.LastError, wantErr[name]) || d.State == "delivered" {
+			if d.State == "failed" && !reason(name, d.LastError) || d.State == "delivered" {
 				t.Errorf("%s: delivery %+v; want failed with %q, or waiting out the cooldown", name, d, wantErr[name])
 			}
 		}
