@@ -129,8 +129,11 @@ func TestScaleOutRateLimit(t *testing.T) {
 		if span < 5*time.Second {
 			t.Errorf("%s: 60 events in %v, want at least 5 s at 10/s", owner, span)
 		}
+		// As e2e's checkPaced: 20 ms of arrival jitter beyond the 5 %
+		// hookd spaces its grants for it; three -race processes on two
+		// cores put 11 arrivals in 994.8 ms in CI, granted 1,050 ms apart.
 		for i := 10; i < len(got); i++ {
-			if d := got[i].at.Sub(got[i-10].at); d < time.Second {
+			if d := got[i].at.Sub(got[i-10].at); d < time.Second-20*time.Millisecond {
 				t.Errorf("%s: arrivals %d..%d (11) within %v: more than 10 in one second", owner, i-10, i, d)
 			}
 		}
