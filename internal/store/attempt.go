@@ -52,7 +52,7 @@ const loadAttemptSQL = attemptSelect + `d.endpoint_id = $1 AND d.event_id = $2`
 // round trip (the deliver worker's hot path). NotFound when the delivery is
 // gone (its endpoint was deleted).
 func (q *Q) LoadAttempt(ctx context.Context, endpointID, eventID string) (*AttemptInput, error) {
-	a, err := scanAttempt(q.queryRow(ctx, q.routed(loadAttemptSQL, eventID), endpointID, eventID))
+	a, err := new(attemptScanner).scan(q.queryRow(ctx, q.routed(loadAttemptSQL, eventID), endpointID, eventID))
 	if NotFound(err) {
 		return nil, apperr.New(apperr.NotFound, "no delivery of event %q to endpoint %q", eventID, endpointID)
 	}
@@ -83,58 +83,92 @@ func (q *Q) OwnerAsOfEvent(ctx context.Context, o *owner.Owner, eventID string) 
 }
 
 func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*AttemptInput, error) {
-	out, err := collect(ctx, q, scanAttempt, query, args...)
+	out, err := collect(ctx, q, new(attemptScanner).scan, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
 
-func scanAttempt(r row) (*AttemptInput, error) {
-	var (
-		a                                 AttemptInput
-		d                                 endpoint.Delivery
-		e                                 endpoint.Endpoint
-		o                                 owner.Owner
-		dNext, dFinished, eFailing, eSlow *int64
-		dCreated, dUpdated                int64
-		eCreated, eUpdated, oCreated      int64
-		globs, attrs, headers             string
-		evID, evType, evSubject, evTenant *string
-		evEndpoint, evKey                 *string
-		evOccurred, evCreated             *int64
-		evData                            []byte
-	)
+// attemptScanner reads the rows of one attemptSelect. The rows of one
+// statement see one snapshot, so every row of an endpoint carries the same
+// endpoint columns: a drain reads one endpoint's deliveries, and decoding
+// its event types, headers and owner attributes again for each row was a
+// fifth of the objects a delivery allocated (docs/performance.md). The
+// scanner decodes them once and hands every row of that endpoint the same
+// *Endpoint, and the same *Owner while the attributes' text is the same.
+// Callers treat both as read-only.
+type attemptScanner struct {
+	endpoint *endpoint.Endpoint
+	owner    *owner.Owner
+	attrs    string
+	// e and o take each row's endpoint and owner columns; a row of a new
+	// endpoint or owner copies them out. v holds the columns that are
+	// converted: Scan's arguments escape, so locals would be allocated
+	// again for every row.
+	e endpoint.Endpoint
+	o owner.Owner
+	v attemptScratch
+}
+
+type attemptScratch struct {
+	dNext, dFinished, eFailing, eSlow *int64
+	dCreated, dUpdated                int64
+	eCreated, eUpdated, oCreated      int64
+	globs, attrs, headers             string
+	evID, evType, evSubject, evTenant *string
+	evEndpoint, evKey                 *string
+	evOccurred, evCreated             *int64
+	evData                            []byte
+}
+
+func (s *attemptScanner) scan(r row) (*AttemptInput, error) {
+	a := &AttemptInput{Delivery: new(endpoint.Delivery)}
+	d, e, o, v := a.Delivery, &s.e, &s.o, &s.v
+	v.evData = nil // Scan would write a row's bytes into the previous row's event data
 	err := r.Scan(
-		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &dNext, &dCreated, &dUpdated, &dFinished,
-		&e.URL, &e.Description, &globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &eFailing, &e.MaxInFlight, &eCreated, &eUpdated, &headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &eSlow, &e.Transformation,
-		&o.Profile, &attrs, &oCreated,
-		&evID, &evType, &evSubject, &evOccurred, &evData, &evTenant, &evEndpoint, &evKey, &evCreated)
+		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &v.dNext, &v.dCreated, &v.dUpdated, &v.dFinished,
+		&e.URL, &e.Description, &v.globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &v.eFailing, &e.MaxInFlight, &v.eCreated, &v.eUpdated, &v.headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &v.eSlow, &e.Transformation,
+		&o.Profile, &v.attrs, &v.oCreated,
+		&v.evID, &v.evType, &v.evSubject, &v.evOccurred, &v.evData, &v.evTenant, &v.evEndpoint, &v.evKey, &v.evCreated)
 	if err != nil {
 		return nil, err
 	}
-	d.NextAttemptAt, d.FinishedAt = fromTSPtr(dNext), fromTSPtr(dFinished)
-	d.CreatedAt, d.UpdatedAt = fromTS(dCreated), fromTS(dUpdated)
-	e.ID, e.OwnerID = d.EndpointID, d.OwnerID
-	if err := json.Unmarshal([]byte(globs), &e.EventTypes); err != nil {
-		return nil, fmt.Errorf("endpoint %s event types: %w", e.ID, err)
+	d.NextAttemptAt, d.FinishedAt = fromTSPtr(v.dNext), fromTSPtr(v.dFinished)
+	d.CreatedAt, d.UpdatedAt = fromTS(v.dCreated), fromTS(v.dUpdated)
+	if s.endpoint != nil && s.endpoint.ID == d.EndpointID {
+		a.Endpoint = s.endpoint
+	} else {
+		// The copy takes what is decoded: decoding into the scratch would
+		// reuse the slice and map the previous endpoint's copy holds.
+		ne := *e
+		ne.ID, ne.OwnerID = d.EndpointID, d.OwnerID
+		if err := json.Unmarshal([]byte(v.globs), &ne.EventTypes); err != nil {
+			return nil, fmt.Errorf("endpoint %s event types: %w", ne.ID, err)
+		}
+		if err := scanHeaders(&ne, v.headers); err != nil {
+			return nil, err
+		}
+		ne.FailingSince, ne.SlowSince = fromTSPtr(v.eFailing), fromTSPtr(v.eSlow)
+		ne.CreatedAt, ne.UpdatedAt = fromTS(v.eCreated), fromTS(v.eUpdated)
+		a.Endpoint, s.endpoint = &ne, &ne
 	}
-	if err := scanHeaders(&e, headers); err != nil {
-		return nil, err
+	if s.owner != nil && s.owner.ID == d.OwnerID && s.attrs == v.attrs {
+		a.Owner = s.owner
+	} else {
+		no := *o
+		no.ID, no.CreatedAt = d.OwnerID, fromTS(v.oCreated)
+		if err := json.Unmarshal([]byte(v.attrs), &no.Attributes); err != nil {
+			return nil, fmt.Errorf("owner %s attributes: %w", no.ID, err)
+		}
+		a.Owner, s.owner, s.attrs = &no, &no, v.attrs
 	}
-	e.FailingSince, e.SlowSince = fromTSPtr(eFailing), fromTSPtr(eSlow)
-	e.CreatedAt, e.UpdatedAt = fromTS(eCreated), fromTS(eUpdated)
-	o.ID, o.CreatedAt = d.OwnerID, fromTS(oCreated)
-	if err := json.Unmarshal([]byte(attrs), &o.Attributes); err != nil {
-		return nil, fmt.Errorf("owner %s attributes: %w", o.ID, err)
-	}
-	a.Delivery, a.Endpoint, a.Owner = &d, &e, &o
-	if evID != nil {
-		a.Event = &event.Event{ID: *evID, OwnerID: d.OwnerID, Type: *evType, Subject: *evSubject, OccurredAt: fromTS(*evOccurred),
-			Data: evData, Tenant: *evTenant, EndpointID: *evEndpoint, CreatedAt: fromTS(*evCreated)}
-		if evKey != nil {
-			a.Event.IdempotencyKey = *evKey
+	if v.evID != nil {
+		a.Event = &event.Event{ID: *v.evID, OwnerID: d.OwnerID, Type: *v.evType, Subject: *v.evSubject, OccurredAt: fromTS(*v.evOccurred),
+			Data: v.evData, Tenant: *v.evTenant, EndpointID: *v.evEndpoint, CreatedAt: fromTS(*v.evCreated)}
+		if v.evKey != nil {
+			a.Event.IdempotencyKey = *v.evKey
 		}
 	}
-	return &a, nil
+	return a, nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -174,6 +175,66 @@ func TestLoadAttempts(t *testing.T) {
 		}
 		if got, err := s.q.LoadAttempts(s.ctx, nil); err != nil || got != nil {
 			t.Fatalf("no ids: %v %v", got, err)
+		}
+	})
+}
+
+// TestLoadAttemptsSharesDecodes: one read's rows of an endpoint share its
+// decoded endpoint, and rows of one owner share the owner while the
+// attributes its events captured are the same; rows of endpoints and
+// captures in between keep their own (interleaved, so a reused decode
+// would show as another row's event types, headers or attributes).
+func TestLoadAttemptsSharesDecodes(t *testing.T) {
+	t.Parallel()
+	setup(t, func(t *testing.T, s *bundle) {
+		s.owner("acme")
+		mk := func(types []string, headers map[string]string) *endpoint.Endpoint {
+			e := newEndpoint("acme", 1)
+			e.EventTypes, e.Headers = types, headers
+			must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e) }))
+			return e
+		}
+		a := mk([]string{"invoice.*", "order.paid"}, map[string]string{"X-A": "a"})
+		b := mk([]string{"user.created"}, map[string]string{"X-B": "b", "X-C": "c"})
+		captured := s.event("acme")
+		s.exec(`UPDATE hookd_events SET owner_attributes = $1 WHERE id = $2`, `{"app":"then"}`, captured.ID)
+		type want struct {
+			ep    *endpoint.Endpoint
+			attrs string
+		}
+		var ids []string
+		wants := map[string]want{}
+		for i, w := range []want{{a, "acme"}, {a, "acme"}, {b, "acme"}, {a, "then"}, {a, "acme"}, {b, "then"}} {
+			ev := s.event("acme")
+			if w.attrs == "then" {
+				ev = captured
+			}
+			d := newDelivery("acme", w.ep.ID, ev.ID, t0.Add(time.Duration(i)*time.Millisecond))
+			s.deliveries(d)
+			ids = append(ids, d.ID)
+			wants[d.ID] = w
+		}
+		got, err := s.q.LoadAttempts(s.ctx, ids)
+		must(t, err)
+		if len(got) != len(ids) {
+			t.Fatalf("loaded %d, want %d", len(got), len(ids))
+		}
+		for i, at := range got {
+			w := wants[at.Delivery.ID]
+			if at.Endpoint.ID != w.ep.ID || !slices.Equal(at.Endpoint.EventTypes, w.ep.EventTypes) || !maps.Equal(at.Endpoint.Headers, w.ep.Headers) {
+				t.Errorf("row %d: endpoint %s types %v headers %v, want %s %v %v", i, at.Endpoint.ID, at.Endpoint.EventTypes, at.Endpoint.Headers, w.ep.ID, w.ep.EventTypes, w.ep.Headers)
+			}
+			if at.Owner.ID != "acme" || at.Owner.Attributes["app"] != w.attrs || at.Owner.Profile != "standard" {
+				t.Errorf("row %d: owner %+v, want acme with app=%s", i, at.Owner, w.attrs)
+			}
+		}
+		// Rows 0 and 1 (same endpoint, same attributes) share both decodes;
+		// row 2 (another endpoint) has its own endpoint.
+		if got[0].Endpoint != got[1].Endpoint || got[0].Owner != got[1].Owner {
+			t.Error("consecutive rows of one endpoint and capture did not share their decodes")
+		}
+		if got[1].Endpoint == got[2].Endpoint {
+			t.Error("rows of two endpoints share one endpoint")
 		}
 	})
 }
