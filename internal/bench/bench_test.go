@@ -409,6 +409,9 @@ func TestSeries(t *testing.T) {
 		size, _ := strconv.ParseInt(r[1], 10, 64)
 		fileBytes, _ := strconv.ParseInt(r[2], 10, 64)
 		rate, _ := strconv.ParseFloat(r[3], 64)
+		if size <= 0 {
+			t.Errorf("sample %v: table size %d; a size not read is not a sample", r, size)
+		}
 		grew = grew || size > 0
 		file = file || fileBytes >= size && fileBytes > 0 // the file holds the tables, and more
 		delivered = delivered || rate > 0

@@ -61,8 +61,15 @@ func (s *sampler) run(ctx context.Context) {
 			size, err := tableBytes(ctx, s.db)
 			file := sqliteFileBytes(s.db)
 			s.mu.Lock()
-			if err != nil && ctx.Err() == nil {
-				s.errs = append(s.errs, err)
+			if err != nil {
+				// No size, no sample: the tick that races the run's end
+				// read nothing and was kept as a size of 0, which the
+				// plateau's spread then counted.
+				if ctx.Err() == nil {
+					s.errs = append(s.errs, err)
+				}
+				s.mu.Unlock()
+				continue
 			}
 			s.samples = append(s.samples, sample{at: now.Sub(s.start), tableBytes: size, fileBytes: file,
 				deliveries: float64(count-lastCount) / now.Sub(last).Seconds(), publishP99: percentiles(reqs).P99})
