@@ -125,7 +125,10 @@ type attemptScratch struct {
 func (s *attemptScanner) scan(r row) (*AttemptInput, error) {
 	a := &AttemptInput{Delivery: new(endpoint.Delivery)}
 	d, e, o, v := a.Delivery, &s.e, &s.o, &s.v
-	v.evData = nil // Scan would write a row's bytes into the previous row's event data
+	// Byte slices are scanned fresh: the previous row's event data and
+	// endpoint secret went out with its AttemptInput, and a driver that
+	// reused a destination's array would write this row's into them.
+	v.evData, e.SecretSealed = nil, nil
 	err := r.Scan(
 		&d.ID, &d.OwnerID, &d.EndpointID, &d.EventID, &d.EventType, &d.JobID, &d.State, &d.Attempts, &d.LastStatus, &d.LastError, &v.dNext, &v.dCreated, &v.dUpdated, &v.dFinished,
 		&e.URL, &e.Description, &v.globs, &e.SecretSealed, &e.GrantID, &e.Enabled, &e.DisabledReason, &v.eFailing, &e.MaxInFlight, &v.eCreated, &v.eUpdated, &v.headers, &e.RateLimit, &e.Ordered, &e.TraceContext, &v.eSlow, &e.Transformation,

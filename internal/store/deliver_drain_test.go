@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -188,14 +189,14 @@ func TestLoadAttemptsSharesDecodes(t *testing.T) {
 	t.Parallel()
 	setup(t, func(t *testing.T, s *bundle) {
 		s.owner("acme")
-		mk := func(types []string, headers map[string]string) *endpoint.Endpoint {
+		mk := func(types []string, headers map[string]string, secret []byte) *endpoint.Endpoint {
 			e := newEndpoint("acme", 1)
-			e.EventTypes, e.Headers = types, headers
+			e.EventTypes, e.Headers, e.SecretSealed = types, headers, secret
 			must(t, s.db.InTx(s.ctx, store.TxOptions{}, func(tx *store.Q) error { return tx.CreateEndpoint(s.ctx, e) }))
 			return e
 		}
-		a := mk([]string{"invoice.*", "order.paid"}, map[string]string{"X-A": "a"})
-		b := mk([]string{"user.created"}, map[string]string{"X-B": "b", "X-C": "c"})
+		a := mk([]string{"invoice.*", "order.paid"}, map[string]string{"X-A": "a"}, []byte{1, 1, 1, 1})
+		b := mk([]string{"user.created"}, map[string]string{"X-B": "b", "X-C": "c"}, []byte{2, 2})
 		captured := s.event("acme")
 		s.exec(`UPDATE hookd_events SET owner_attributes = $1 WHERE id = $2`, `{"app":"then"}`, captured.ID)
 		type want struct {
@@ -221,8 +222,10 @@ func TestLoadAttemptsSharesDecodes(t *testing.T) {
 		}
 		for i, at := range got {
 			w := wants[at.Delivery.ID]
-			if at.Endpoint.ID != w.ep.ID || !slices.Equal(at.Endpoint.EventTypes, w.ep.EventTypes) || !maps.Equal(at.Endpoint.Headers, w.ep.Headers) {
-				t.Errorf("row %d: endpoint %s types %v headers %v, want %s %v %v", i, at.Endpoint.ID, at.Endpoint.EventTypes, at.Endpoint.Headers, w.ep.ID, w.ep.EventTypes, w.ep.Headers)
+			if at.Endpoint.ID != w.ep.ID || !slices.Equal(at.Endpoint.EventTypes, w.ep.EventTypes) || !maps.Equal(at.Endpoint.Headers, w.ep.Headers) ||
+				!bytes.Equal(at.Endpoint.SecretSealed, w.ep.SecretSealed) {
+				t.Errorf("row %d: endpoint %s types %v headers %v secret %v, want %s %v %v %v", i, at.Endpoint.ID, at.Endpoint.EventTypes, at.Endpoint.Headers,
+					at.Endpoint.SecretSealed, w.ep.ID, w.ep.EventTypes, w.ep.Headers, w.ep.SecretSealed)
 			}
 			if at.Owner.ID != "acme" || at.Owner.Attributes["app"] != w.attrs || at.Owner.Profile != "standard" {
 				t.Errorf("row %d: owner %+v, want acme with app=%s", i, at.Owner, w.attrs)
