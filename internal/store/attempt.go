@@ -97,7 +97,9 @@ func (q *Q) attempts(ctx context.Context, what, query string, args ...any) ([]*A
 // fifth of the objects a delivery allocated (docs/performance.md). The
 // scanner decodes them once and hands every row of that endpoint the same
 // *Endpoint, and the same *Owner while the attributes' text is the same.
-// Callers treat both as read-only.
+// What a caller records on a row's endpoint (settle's health moves) is
+// then what the read's later rows of that endpoint see too: the state the
+// database has by then, where each row's own copy kept the read's.
 type attemptScanner struct {
 	endpoint *endpoint.Endpoint
 	owner    *owner.Owner
